@@ -1,0 +1,1 @@
+"""ladr_lab: author, run, step through and debug LADR ladders."""

@@ -1,0 +1,122 @@
+"""The error tree of ladr_lab: every error a user can meet is a LadrError.
+
+    LadrError
+    ├── ConfigError (also ValueError)       a ladder document is wrong; names step, field, YAML line
+    │   └── ConfigErrors                    several ConfigErrors reported at once
+    ├── SlateError                          a slate operation failed (bad path, unreadable metatags)
+    │   └── PathRefused                     a path would leave the slate folder, or is hidden
+    ├── ModelError                          a model could not answer
+    │   └── ScriptExhausted                 a scripted model ran out of outputs for a key
+    └── RunError                            the runtime could not continue a run
+        ├── BudgetExhausted                 executionBudget.maxLlmCalls or maxSteps reached
+        ├── NodeDependencyError             a step depends on a step that had zero survivors
+        └── SourceResolutionError           a `from:` source could not be resolved at run time
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class LadrError(Exception):
+    """Root of every error ladr_lab raises on purpose."""
+
+
+@dataclass(eq=False)
+class ConfigError(LadrError, ValueError):
+    """One problem in a ladder document, located by step, field, path and YAML position."""
+
+    message: str
+    step_id: str | None = None
+    field: str | None = None
+    path: tuple = ()
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    suggestion: str | None = None
+    severity: str = "error"
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def location(self) -> str:
+        """`file:line:column` (as much of it as is known)."""
+        parts = [self.file or "<ladder>"]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.suggestion and "did you mean" not in text:
+            text += f' (did you mean "{self.suggestion}"?)'
+        return text
+
+    def format(self) -> str:
+        """One line as `ladr-lab validate` prints it: location, severity, message."""
+        return f"{self.location()}: {self.severity}: {self}"
+
+
+class ConfigErrors(ConfigError):
+    """Several ConfigErrors found in one document; iterating yields each."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        self.errors = list(errors)
+        first = self.errors[0] if self.errors else ConfigError("invalid ladder")
+        super().__init__(
+            message=f"{len(self.errors)} problem(s) in ladder: " + "; ".join(str(e) for e in self.errors),
+            step_id=first.step_id, field=first.field, path=first.path, file=first.file,
+            line=first.line, column=first.column, suggestion=first.suggestion,
+        )
+
+    def __iter__(self):
+        return iter(self.errors)
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+    def format(self) -> str:
+        return "\n".join(e.format() for e in self.errors)
+
+
+class SlateError(LadrError):
+    """A slate operation failed."""
+
+
+class PathRefused(SlateError):
+    """A requested path is outside the slate folder, hidden, or otherwise not allowed."""
+
+
+class ModelError(LadrError):
+    """A model could not produce a completion."""
+
+
+class ScriptExhausted(ModelError):
+    """A scripted model has no more outputs for the key it was asked under."""
+
+
+class RunError(LadrError):
+    """The runtime could not continue a run."""
+
+    def __init__(self, message: str, step_id: str | None = None) -> None:
+        super().__init__(message)
+        self.step_id = step_id
+
+
+class BudgetExhausted(RunError):
+    """executionBudget.maxLlmCalls or maxSteps was reached."""
+
+
+class NodeDependencyError(RunError):
+    """A step depends on a step that left zero survivors."""
+
+
+class SourceResolutionError(RunError):
+    """A `from:` source could not be resolved at run time."""
+
+
+__all__ = [
+    "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
+    "PathRefused", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
+]
