@@ -1,0 +1,25 @@
+"""Models: the `complete(messages, **hints) -> Completion` interface and its implementations.
+
+- OfflineModel — the embedded default (`offline`): deterministic, no key, no network
+- ScriptedModel — scripted outputs per step/node (`script:PATH`), also for users' own tests
+- ReplayModel — answers from a recorded trace and reports the first divergence (`replay:PATH`)
+- LiteLLMModel — any litellm model string; litellm is imported on the first call only
+- get_model — name → Model
+"""
+from ladr_lab.models.base import Completion, Model, estimate_tokens
+from ladr_lab.models.litellm_model import LiteLLMModel
+from ladr_lab.models.offline import OfflineModel
+from ladr_lab.models.registry import get_model
+from ladr_lab.models.replay import ReplayModel
+from ladr_lab.models.scripted import ScriptedModel
+
+__all__ = [
+    "Completion",
+    "LiteLLMModel",
+    "Model",
+    "OfflineModel",
+    "ReplayModel",
+    "ScriptedModel",
+    "estimate_tokens",
+    "get_model",
+]

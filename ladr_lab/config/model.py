@@ -1,0 +1,232 @@
+"""Frozen models of a ladder document, as the loader builds them and the engine reads them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..slate import FolderSpec
+
+STEP_TYPES = ("normal", "sequential", "group", "call")
+FIELD_TYPES = ("text", "slateRead", "nodeInfo", "ingest", "multi_ingest", "knob", "json")
+METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
+WRITE_POLICIES = ("append", "overwrite", "mergeByKey")
+NODE_REFS = ("current", "previous", "accumulate")
+SYSTEM_METATAGS = ("index", "tree", "created", "modified", "size", "embedding")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A `from:` source: previous, output, a literal, a step reference, a slate reference or an input."""
+
+    kind: str                      # previous | output | literal | step | slate | input
+    text: str | None = None        # literal text, or input name for kind=input
+    step_id: str | None = None
+    node_ref: str | None = None    # current | previous | accumulate
+    node: int | None = None
+    slate: str | None = None
+    folder: str | None = None
+    file: str | None = None
+    metatag: str | None = None
+    depth: int | None = None
+    path: tuple = ()
+
+    def describe(self) -> str:
+        """A short human description, as the trace and error messages show it."""
+        if self.kind == "literal":
+            return "literal"
+        if self.kind == "step":
+            extra = f", nodeRef: {self.node_ref}" if self.node_ref else (f", node: {self.node}" if self.node else "")
+            return f"{{stepId: {self.step_id}{extra}}}"
+        if self.kind == "slate":
+            bits = [f"slate: {self.slate}", f"folder: {self.folder}"]
+            if self.file:
+                bits.append(f"file: {self.file}")
+            if self.metatag:
+                bits.append(f"metatag: {self.metatag}")
+            return "{" + ", ".join(bits) + "}"
+        if self.kind == "input":
+            return f"input.{self.text}"
+        return self.kind
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a write goes: a slate folder's file contents or a file's metatag."""
+
+    slate: str
+    folder: str
+    file: str | None = None
+    metatag: str | None = None
+
+    def describe(self) -> str:
+        """`Slate/folder/file[#metatag]`."""
+        s = f"{self.slate}/{self.folder}/{self.file or '*'}"
+        return s + (f"#{self.metatag}" if self.metatag else "")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of a step's prompt."""
+
+    name: str
+    type: str
+    source: Source | None = None
+    value: Any = None
+    knob: str | None = None
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class Retrieve:
+    """A step's `retrieve:` block."""
+
+    slate: str
+    folder: str
+    as_: str
+    max_rounds: int
+    request_match: dict
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """A gated write (`write:` under then/else)."""
+
+    target: Target
+    source: Source
+    on: str = "append"
+    key: str | None = None
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class Action:
+    """A gate branch: continue, abort, prune, jump and/or writes."""
+
+    kind: str                              # continue | abort | prune | jump | write
+    jump: str | None = None
+    writes: tuple[WriteSpec, ...] = ()
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A step's `if:` block."""
+
+    equals: str | None
+    json_matches: dict | None
+    then: Action
+    else_: Action
+    path: tuple = ()
+
+    @property
+    def condition(self) -> str:
+        """`equals` or `jsonMatches`."""
+        return "equals" if self.json_matches is None else "jsonMatches"
+
+
+@dataclass(frozen=True)
+class SlateWrite:
+    """A step's `slateWrite:` block."""
+
+    target: Target
+    match: dict
+    on: str = "append"
+    field: str | None = None
+    key: str | None = None
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A `call` step's child-run declaration."""
+
+    ladder: str                         # "self" or a path
+    source: Source | None
+    max_depth: int = 3
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a ladder."""
+
+    id: str
+    type: str = "normal"
+    nodes: int = 1
+    fields: tuple[FieldSpec, ...] = ()
+    system_prompt: str = ""
+    retrieve: Retrieve | None = None
+    gate: Gate | None = None
+    slate_write: SlateWrite | None = None
+    steps: tuple[Step, ...] = ()
+    call: CallSpec | None = None
+    model: str | None = None
+    path: tuple = ()
+
+
+@dataclass(frozen=True)
+class SlateDecl:
+    """A declared slate: title, optional path, declared folders."""
+
+    title: str
+    path: str | None
+    folders: tuple[FolderSpec, ...]
+
+    def folder(self, name: str) -> FolderSpec | None:
+        """The declared folder named `name`, if any."""
+        for f in self.folders:
+            if f.name == name:
+                return f
+        return None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """executionBudget: hard caps on model calls and step executions."""
+
+    max_llm_calls: int | None = None
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A validated ladder document."""
+
+    name: str
+    steps: tuple[Step, ...]
+    slates: tuple[SlateDecl, ...] = ()
+    model: str | None = None
+    knobs: dict = field(default_factory=dict)
+    budget: Budget = Budget()
+    file: str | None = None
+    base_dir: Path = Path(".")
+    text: str = ""
+    raw: Any = None
+    warnings: tuple = ()
+
+    def step(self, step_id: str) -> Step | None:
+        """The step with this id, searching group children too."""
+        for s in self.all_steps():
+            if s.id == step_id:
+                return s
+        return None
+
+    def all_steps(self) -> list[Step]:
+        """Every step, depth first, group children after their group."""
+        out: list[Step] = []
+
+        def walk(steps):
+            for s in steps:
+                out.append(s)
+                walk(s.steps)
+        walk(self.steps)
+        return out
+
+    def slate(self, title: str) -> SlateDecl | None:
+        """The declared slate with this title, if any."""
+        for s in self.slates:
+            if s.title == title:
+                return s
+        return None

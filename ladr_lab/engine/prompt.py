@@ -1,0 +1,40 @@
+"""Deterministic prompt assembly (SPEC §1): system = systemPrompt; user = fields, retrieved blocks, forced line."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+FORCED_FINAL_LINE = "Retrieval budget exhausted. Produce your final answer now."
+STATUS_TEXT = {"not_found": "(not found)", "already_in_context": "(already in context)", "no_match": "(no match)"}
+
+
+def render_value(value: Any) -> str:
+    """Strings verbatim; every other value as indented JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def render_entry(entry: dict) -> str:
+    """One retrieved entry under its header line naming path and mode."""
+    body = entry.get("content")
+    if body is None:
+        body = STATUS_TEXT.get(entry["status"], "")
+    return f"--- {entry['path']} [{entry['mode']}] ---\n{body}"
+
+
+def render_block(as_: str, k: int, entries: list[dict]) -> str:
+    """The `<as> <k>:` field holding one round's retrieved entries."""
+    body = "\n\n".join(render_entry(e) for e in entries) if entries else "(nothing retrieved)"
+    return f"{as_} {k}:\n{body}"
+
+
+def assemble_messages(system_prompt: str, fields: list[tuple[str, Any]], as_: str | None = None,
+                      retrieved: list[list[dict]] = (), forced_final: bool = False) -> list[dict]:
+    """The exact messages of one model call."""
+    parts = [f"{name}:\n{render_value(value)}" for name, value in fields]
+    for k, entries in enumerate(retrieved, start=1):
+        parts.append(render_block(as_ or "Retrieved", k, entries))
+    if forced_final:
+        parts.append(FORCED_FINAL_LINE)
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": "\n\n".join(parts)}]

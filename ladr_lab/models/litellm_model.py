@@ -1,0 +1,75 @@
+"""LiteLLMModel: any litellm model string (`openai/gpt-4o-mini`, `ollama/llama3.2`, ...).
+
+This is the only module that imports litellm, and only inside `complete()`, right after setting
+`LITELLM_LOCAL_MODEL_COST_MAP=True` so that importing litellm never fetches the cost map from the
+network. Extra constructor keywords are passed to `litellm.completion` as they are (temperature,
+api_base, timeout, and `mock_response="..."`, which answers without any network call — handy in
+tests). Hints from the runtime are not forwarded.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from ladr_lab.errors import ModelError
+from ladr_lab.models.base import Completion, estimate_message_tokens, estimate_tokens
+
+__all__ = ["LiteLLMModel"]
+
+
+def _import_litellm():
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:  # pragma: no cover - litellm is a declared dependency
+        raise ModelError(f"litellm is not installed ({exc}); install it or use model: offline") from exc
+    return litellm
+
+
+def _get(obj, key, default=None):
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+class LiteLLMModel:
+    """A model served through litellm, imported on the first call."""
+
+    def __init__(self, name: str, *, max_concurrency: int = 8, **params) -> None:
+        self.name = name
+        self.max_concurrency = max_concurrency
+        self.params = params
+
+    def complete(self, messages: list[dict], **hints) -> Completion:
+        """Call `litellm.completion(model=name, messages=messages, **params)` and measure it."""
+        litellm = _import_litellm()
+        start = time.perf_counter()
+        try:
+            resp = litellm.completion(model=self.name, messages=messages, **self.params)
+        except Exception as exc:
+            raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
+        latency = time.perf_counter() - start
+        try:
+            text = _get(_get(resp.choices[0], "message"), "content") or ""
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise ModelError(f'model "{self.name}" returned no choices') from exc
+        usage = _get(resp, "usage")
+        tokens_in = _get(usage, "prompt_tokens") or estimate_message_tokens(messages)
+        tokens_out = _get(usage, "completion_tokens") or estimate_tokens(text)
+        try:
+            cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
+        except Exception:  # unknown model/provider pricing: cost is simply not known
+            cost = 0.0
+        return Completion(
+            text=text,
+            tokens_in=int(tokens_in),
+            tokens_out=int(tokens_out),
+            cost=cost,
+            latency=latency,
+            model=self.name,
+        )
+
+    def __repr__(self) -> str:
+        return f"LiteLLMModel({self.name!r})"

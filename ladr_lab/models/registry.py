@@ -1,0 +1,44 @@
+"""get_model: turn a model name from a ladder, the CLI or a notebook into a Model."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ladr_lab.errors import ModelError
+from ladr_lab.models.base import Model
+
+__all__ = ["get_model"]
+
+
+def _resolve(path: str, base_dir: Path | None) -> Path:
+    p = Path(path.strip()).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
+
+
+def get_model(name: str | Model | None = None, *, base_dir: Path | None = None) -> Model:
+    """Resolve `None`/"offline", "script:PATH", "replay:PATH", a Model instance, or a litellm model string."""
+    if name is None:
+        from ladr_lab.models.offline import OfflineModel
+
+        return OfflineModel()
+    if not isinstance(name, str):
+        if isinstance(name, Model):
+            return name
+        raise ModelError(f"not a model name or Model: {name!r}")
+    text = name.strip()
+    if text in ("", "offline"):
+        from ladr_lab.models.offline import OfflineModel
+
+        return OfflineModel()
+    if text.startswith("script:"):
+        from ladr_lab.models.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(_resolve(text[len("script:"):], base_dir))
+    if text.startswith("replay:"):
+        from ladr_lab.models.replay import ReplayModel
+
+        return ReplayModel(_resolve(text[len("replay:"):], base_dir))
+    from ladr_lab.models.litellm_model import LiteLLMModel
+
+    return LiteLLMModel(text)

@@ -1,0 +1,201 @@
+"""Embedders for the `embedding` system metatag and `similarTo` (SPEC §3.2), chosen by name.
+
+The default, HashingEmbedder, needs no model and no network: it hashes word unigrams, word
+bigrams and word prefixes into a fixed number of signed buckets. Real models plug in through
+sentence-transformers (`st:MODEL`) or litellm (`litellm:MODEL`), each imported only when chosen.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import zlib
+from collections import Counter
+from typing import Any, Protocol, runtime_checkable
+
+from ladr_lab.errors import SlateError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words carry no topic; leaving them out keeps "the"/"of" from dominating short texts.
+_STOPWORDS = frozenset(
+    "a an and are as at be been but by can did do does for from had has have he her his i if in "
+    "into is it its me my no not of on or our she so such than that the their them then there "
+    "these they this to was we were what when where which who why will with you your".split()
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into fixed-length vectors."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Return one vector per text, in order."""
+        ...
+
+
+def l2_normalize(vec: list[float]) -> list[float]:
+    """Return a unit-length copy of a vector (a zero vector, or one already unit length, as is)."""
+    norm = math.hypot(*vec)
+    if norm == 0.0 or abs(norm - 1.0) < 1e-9:
+        return vec if isinstance(vec, list) else list(vec)
+    return [v / norm for v in vec]
+
+
+def nonzero(vec: list[float]) -> list[tuple[int, float]]:
+    """The (index, value) pairs of a vector's non-zero components (hashing vectors are mostly zeros)."""
+    return [(i, v) for i, v in enumerate(vec) if v]
+
+
+class HashingEmbedder:
+    """Offline, deterministic feature-hashing embedder: word unigrams, word bigrams and 5-letter
+    word prefixes (so "secure" and "security" meet), sublinear tf, signed buckets, unit length."""
+
+    _WEIGHTS = {"w": 1.0, "b": 0.7, "p": 0.4}
+    _MEMO_LIMIT = 500_000
+
+    def __init__(self, dim: int = 384, max_chars: int = 200_000) -> None:
+        if dim < 8:
+            raise SlateError(f"hashing embedder dimension must be at least 8 (got {dim})")
+        self.dim = dim
+        self.max_chars = max_chars
+        self.name = f"hashing-v1-{dim}"
+        # Vocabulary repeats across documents; remembering each feature's bucket skips re-hashing.
+        self._memo: dict[str, tuple[int, float]] = {}
+
+    def _features(self, text: str) -> Counter:
+        words = [w for w in _WORD.findall(text[: self.max_chars].lower()) if w not in _STOPWORDS]
+        feats: Counter = Counter("w:" + w for w in words)
+        feats.update("b:" + a + " " + b for a, b in zip(words, words[1:], strict=False))
+        feats.update("p:" + w[:5] for w in words if len(w) > 5)
+        return feats
+
+    def _bucket(self, feat: str) -> tuple[int, float]:
+        hit = self._memo.get(feat)
+        if hit is None:
+            # crc32 rather than hash(): Python's str hash is salted per process, vectors must not be.
+            h = zlib.crc32(feat.encode("utf-8", "surrogatepass"))
+            hit = (h % self.dim, self._WEIGHTS[feat[0]] * (1.0 if (h >> 31) & 1 else -1.0))
+            if len(self._memo) >= self._MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[feat] = hit
+        return hit
+
+    def embed_one(self, text: str) -> list[float]:
+        """Embed one text into a unit-length vector (all zeros for a text with no words)."""
+        acc: dict[int, float] = {}
+        bucket = self._bucket
+        for feat, tf in self._features(text).items():
+            idx, w = bucket(feat)
+            acc[idx] = acc.get(idx, 0.0) + w * (1.0 + math.log(tf))
+        vec = [0.0] * self.dim
+        norm = math.hypot(*acc.values()) if acc else 0.0
+        if norm:
+            # Only the touched buckets are divided: the vector is mostly zeros.
+            for idx, v in acc.items():
+                vec[idx] = v / norm
+        return vec
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed each text; see embed_one."""
+        return [self.embed_one(t) for t in texts]
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded when the embedder is created."""
+
+    def __init__(self, model: str) -> None:
+        try:
+            import sentence_transformers
+        except ImportError as exc:
+            raise SlateError(
+                f'embedder "st:{model}" needs the sentence-transformers package '
+                f"(pip install sentence-transformers): {exc}"
+            ) from exc
+        try:
+            self._model = sentence_transformers.SentenceTransformer(model)
+        except Exception as exc:  # the library raises many kinds; the user needs one clear message
+            raise SlateError(f'could not load sentence-transformers model "{model}": {exc}') from exc
+        self.name = f"st:{model}"
+        get_dim = getattr(self._model, "get_sentence_embedding_dimension", None)
+        self.dim = int(get_dim() or 0) if get_dim else 0
+        self.max_chars = 20_000
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts with the model, normalised to unit length."""
+        if not texts:
+            return []
+        try:
+            out = self._model.encode(list(texts), normalize_embeddings=True)
+        except Exception as exc:
+            raise SlateError(f"{self.name} failed to embed: {exc}") from exc
+        return [[float(x) for x in row] for row in out]
+
+
+class LiteLLMEmbedder:
+    """An embedding model reached through litellm.embedding (any provider litellm knows)."""
+
+    def __init__(self, model: str) -> None:
+        # Set before the import: otherwise litellm fetches its cost map from the network on import.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        try:
+            import litellm
+        except ImportError as exc:
+            raise SlateError(f'embedder "litellm:{model}" needs the litellm package: {exc}') from exc
+        self._litellm = litellm
+        self.model = model
+        self.name = f"litellm:{model}"
+        self.dim = 0  # known after the first call
+        self.max_chars = 8_000
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts through litellm, normalised to unit length."""
+        if not texts:
+            return []
+        try:
+            resp = self._litellm.embedding(model=self.model, input=list(texts))
+        except Exception as exc:
+            raise SlateError(f"{self.name} failed to embed: {exc}") from exc
+        data = resp["data"] if isinstance(resp, dict) else getattr(resp, "data", None)
+        if data is None or len(data) != len(texts):
+            got = 0 if data is None else len(data)
+            raise SlateError(f"{self.name} returned {got} vectors for {len(texts)} texts")
+        vecs = [l2_normalize([float(x) for x in _item_vector(item)]) for item in data]
+        if vecs and not self.dim:
+            self.dim = len(vecs[0])
+        return vecs
+
+
+def _item_vector(item: Any) -> list:
+    if isinstance(item, dict):
+        return item["embedding"]
+    return item.embedding
+
+
+def get_embedder(name: str | None) -> Embedder:
+    """Return the embedder a name chooses: None/"hashing"/"offline", "hashing:DIM", "st:MODEL",
+    "sentence-transformers/MODEL" or "litellm:MODEL"."""
+    if name is None or name in ("hashing", "offline", ""):
+        return HashingEmbedder()
+    if name.startswith("hashing:"):
+        try:
+            dim = int(name.split(":", 1)[1])
+        except ValueError:
+            raise SlateError(f'bad hashing embedder dimension in "{name}"') from None
+        return HashingEmbedder(dim=dim)
+    if name.startswith("st:"):
+        return SentenceTransformerEmbedder(name[3:])
+    if name.startswith("sentence-transformers/"):
+        return SentenceTransformerEmbedder(name)
+    if name.startswith("litellm:"):
+        return LiteLLMEmbedder(name[len("litellm:"):])
+    raise SlateError(
+        f'unknown embedder "{name}" (use "hashing", "st:MODEL", "sentence-transformers/MODEL" '
+        f'or "litellm:MODEL")'
+    )

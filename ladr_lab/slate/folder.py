@@ -1,0 +1,517 @@
+"""One declared folder of a slate: safe reads, cached listings, metatags, atomic writes, similarity.
+
+Everything a step may touch goes through `resolve()` (see paths.py). Listings come from the
+cached tree (cache.py). Writes are atomic (temporary file under `.ladr/tmp`, fsync, `os.replace`,
+directory fsync) and serialized per file across threads and processes (locks.py). The folder's
+bookkeeping lives in its hidden `.ladr/` directory and its `.metatags.json`; neither is ever listed.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ladr_lab.errors import PathRefused, SlateError
+from ladr_lab.slate.cache import DirNode, FileRec, ReadOnlyDict, Tree
+from ladr_lab.slate.embed import Embedder, l2_normalize, nonzero
+from ladr_lab.slate.globbing import compile_glob, walk_glob
+from ladr_lab.slate.locks import file_lock, fsync_dir, stripe_name, write_temp
+from ladr_lab.slate.metatags import (
+    SIDECAR,
+    SYSTEM_METATAGS,
+    CreatedLog,
+    Sidecar,
+    contains_match,
+    fallback_created_ns,
+    iso_utc,
+)
+from ladr_lab.slate.paths import normalize_rel, read_regular_file, resolve_under
+
+if TYPE_CHECKING:
+    from ladr_lab.slate.store import FolderSpec
+
+_EMBED_BATCH = 64
+
+
+def _json_copy(value: Any) -> Any:
+    # Values handed out must not alias the cache; a JSON round trip is the fastest deep copy here.
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return json.loads(json.dumps(value))
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _dir_mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+class Folder:
+    """A declared folder of a slate (a directory that may not exist until the first write)."""
+
+    def __init__(self, spec: FolderSpec, path: Path, embedder: Callable[[], Embedder]) -> None:
+        self.name = spec.name
+        self.spec = spec
+        self.path = Path(path)
+        self._dir = str(self.path)
+        self._embedder = embedder
+        self._lock = threading.RLock()
+        self._tree = Tree(self._dir)
+        self._sidecar = Sidecar(os.path.join(self._dir, SIDECAR))
+        self._ladr = os.path.join(self._dir, ".ladr")
+        self._tmp = os.path.join(self._ladr, "tmp")
+        self._locks = os.path.join(self._ladr, "locks")
+        self._created = CreatedLog(os.path.join(self._ladr, "created.log"))
+        self._vectors: dict[str, tuple[int, int, list[float]]] = {}
+
+    def __repr__(self) -> str:
+        return f"Folder({self.name!r}, {self._dir!r})"
+
+    # --- safe path resolution -------------------------------------------------------------------
+    def normalize(self, rel: str) -> str:
+        """The canonical folder-relative form of `rel` (the key used for metatags and dedup)."""
+        return normalize_rel(rel)
+
+    def resolve(self, rel: str) -> Path:
+        """The real absolute path of `rel` inside this folder (it may not exist); raises PathRefused."""
+        return Path(resolve_under(self._dir, rel))
+
+    def exists(self, rel: str) -> bool:
+        """True when `rel` is an allowed path naming an existing regular file."""
+        try:
+            st = os.stat(resolve_under(self._dir, rel))
+        except (PathRefused, OSError, ValueError):
+            return False
+        return stat.S_ISREG(st.st_mode)
+
+    def read_text(self, rel: str) -> str | None:
+        """The file's text (UTF-8, undecodable bytes replaced), or None when missing or refused."""
+        try:
+            real = resolve_under(self._dir, rel)
+        except PathRefused:
+            return None
+        data = read_regular_file(real)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
+    def _read_listed(self, rel: str) -> str | None:
+        # Files from the listing were vetted at scan time, so a plain O_NOFOLLOW open is enough;
+        # a listed link (or anything odd) takes the full resolve() path.
+        data = read_regular_file(os.path.join(self._dir, rel))
+        if data is None:
+            return self.read_text(rel)
+        return data.decode("utf-8", errors="replace")
+
+    # --- listing --------------------------------------------------------------------------------
+    def index(self, sub: str = "") -> list[dict] | None:
+        """Direct entries of the folder (or of subfolder `sub`): files `{name, size}` then subfolders
+        `{name: "x/", size, files}`, each sorted by name; None for a missing `sub`, PathRefused for
+        a refused one, [] for a folder that does not exist yet."""
+        norm = normalize_rel(sub) if sub else ""
+        with self._lock:
+            node = self._tree.find_dir(norm)
+            if node is None:
+                return None if norm else []
+            return list(node.rendered())
+
+    def tree(self, depth: int | None = None) -> list[dict]:
+        """Like index(), but subfolder entries carry `children` down to `depth` levels (None: all)."""
+        if depth is not None and (not isinstance(depth, int) or depth < 1):
+            raise SlateError(f"tree depth must be a positive integer or None (got {depth!r})")
+        with self._lock:
+            root = self._tree.get_root()
+            if root is None:
+                return []
+            # Validate first, render second: revalidating a child changes its ancestors' totals.
+            level = [root]
+            d = 1
+            while level and (depth is None or d < depth):
+                nxt: list[DirNode] = []
+                for node in level:
+                    for child in list(node.dirs.values()):
+                        fresh = self._tree.fresh(child)
+                        if fresh is not None:
+                            nxt.append(fresh)
+                level, d = nxt, d + 1
+            return self._render_tree(root, 1, depth)
+
+    def _render_tree(self, node: DirNode, level: int, depth: int | None) -> list[dict]:
+        out: list[dict] = [node.files[n].entry for n in node.fnames]
+        for name in node.dnames:
+            child = node.dirs[name]
+            if depth is None or level < depth:
+                out.append(ReadOnlyDict(name=name + "/", size=child.tot_size, files=child.tot_files,
+                                        children=self._render_tree(child, level + 1, depth)))
+            else:
+                out.append(child.entry)
+        return out
+
+    def files(self) -> list[str]:
+        """Every listed file below the folder, as sorted relative POSIX paths."""
+        with self._lock:
+            return list(self._tree.flat()[0])
+
+    def glob(self, pattern: str) -> list[str]:
+        """Files whose folder-relative path matches `pattern` (see globbing.py), sorted."""
+        comps = compile_glob(pattern)
+        if comps is None:
+            return []
+        with self._lock:
+            root = self._tree.get_root()
+            if root is None:
+                return []
+            return walk_glob(root, comps, self._tree.fresh)
+
+    # --- metatags -------------------------------------------------------------------------------
+    def metatags(self) -> dict[str, dict]:
+        """User metatags of every listed file that has any: `{path: {name: value}}`."""
+        with self._lock:
+            data = self._sidecar.load()
+            existing = self._tree.flat()[1]
+            picked = {rel: tags for rel, tags in data.items() if rel in existing and tags}
+            return _json_copy(picked)
+
+    def get_metatag(self, rel: str, name: str) -> Any:
+        """One metatag of one file (user or system: created, modified, size, embedding), or None."""
+        try:
+            norm = normalize_rel(rel)
+            real = resolve_under(self._dir, norm)
+            st = os.stat(real)
+        except (PathRefused, OSError, ValueError):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if name == "size":
+            return st.st_size
+        if name == "modified":
+            return iso_utc(st.st_mtime_ns)
+        if name == "created":
+            with self._lock:
+                return iso_utc(self._created_ns(norm, st.st_mtime_ns, fallback_created_ns(st)))
+        if name == "embedding":
+            vec = self._vectors_for([(norm, st.st_size, st.st_mtime_ns)]).get(norm)
+            return None if vec is None else list(vec)
+        if name in ("index", "tree"):
+            return None  # folder-level: see index() and tree()
+        with self._lock:
+            tags = self._sidecar.load().get(norm)
+            value = tags.get(name) if isinstance(tags, dict) else None
+            return _json_copy(value)
+
+    def _created_ns(self, rel: str, mtime_ns: int, fallback: int) -> int:
+        logged = self._created.get(rel)
+        # A logged time after the file's last change cannot be its creation (clocks of writers
+        # disagreeing, or a foreign file of the same name); trust the file system then.
+        return logged if logged is not None and logged <= mtime_ns else fallback
+
+    def _system_value(self, name: str, rel: str, rec: FileRec) -> Any:
+        if name == "size":
+            return rec.size
+        if name == "modified":
+            return iso_utc(rec.mtime_ns)
+        fallback = rec.birth_ns if rec.birth_ns is not None else min(rec.mtime_ns, rec.ctime_ns)
+        return iso_utc(self._created_ns(rel, rec.mtime_ns, fallback))
+
+    def metatag_values(self, name: str) -> list[dict]:
+        """`[{"file", "value"}]` for every listed file that has the metatag set, sorted by file."""
+        if name in ("index", "tree"):
+            raise SlateError(f'"{name}" is a folder-level metatag: use Folder.{name}()')
+        if name in ("size", "modified", "created"):
+            with self._lock:
+                return [{"file": rel, "value": self._system_value(name, rel, rec)}
+                        for rel, rec in self._tree.iter_files()]
+        if name == "embedding":
+            with self._lock:
+                listing = [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files()]
+            vecs = self._vectors_for(listing)
+            return [{"file": rel, "value": list(vecs[rel])} for rel, _, _ in listing if rel in vecs]
+        with self._lock:
+            data = self._sidecar.load()
+            existing = self._tree.flat()[1]
+            out = [{"file": rel, "value": tags.get(name)} for rel, tags in data.items()
+                   if rel in existing and tags.get(name) is not None]
+            out.sort(key=lambda d: d["file"])
+            return _json_copy(out)
+
+    def metatag_query(self, name: str, contains: str | None = None) -> list[str]:
+        """Files that have metatag `name` set, filtered by seed 000's `contains` rule; sorted."""
+        if name in ("index", "tree"):
+            raise SlateError(f'"{name}" is a folder-level metatag and cannot be queried')
+        if name in ("size", "modified", "created", "embedding"):
+            declared = "string" if name in ("modified", "created") else "number"
+            with self._lock:
+                files = self._tree.iter_files()
+                if contains is None or declared != "string":
+                    return [rel for rel, _ in files]
+                return [rel for rel, rec in files
+                        if contains_match(self._system_value(name, rel, rec), contains, declared)]
+        with self._lock:
+            data = self._sidecar.load()
+            existing = self._tree.flat()[1]
+            out = []
+            for rel, tags in data.items():
+                value = tags.get(name)
+                if value is None or rel not in existing:
+                    continue
+                declared = self.spec.effective_schema(rel).get(name)
+                if contains_match(value, contains, declared):
+                    out.append(rel)
+            out.sort()
+            return out
+
+    def set_metatag(self, rel: str, name: str, value: Any) -> None:
+        """Set one user metatag of an existing file (None removes it); atomic and serialized."""
+        self.update_metatag(rel, name, lambda _old: value)
+
+    def update_metatag(self, rel: str, name: str, fn: Callable[[Any], Any]) -> Any:
+        """Read-modify-write one user metatag under the folder's metatag lock; returns the new value."""
+        if not isinstance(name, str) or not name:
+            raise SlateError(f"metatag name must be a non-empty string (got {name!r})")
+        if name in SYSTEM_METATAGS:
+            raise SlateError(f'"{name}" is a system metatag and cannot be written')
+        norm = normalize_rel(rel)
+        if not self.exists(norm):
+            raise SlateError(f'cannot set metatag "{name}": no file "{norm}" in folder "{self.name}"')
+        self._ensure_infra()
+        with file_lock(os.path.join(self._locks, "metatags.lock")):
+            with self._lock:
+                data = self._sidecar.load()
+            entry = dict(data.get(norm) or {})
+            value = fn(_json_copy(entry.get(name)))
+            if value is None:
+                entry.pop(name, None)
+            else:
+                try:
+                    entry[name] = json.loads(json.dumps(value, allow_nan=False))  # unaliased from the caller
+                except (TypeError, ValueError) as exc:
+                    raise SlateError(f'metatag "{name}" of "{norm}" is not a JSON value: {exc}') from exc
+            new = dict(data)
+            if entry:
+                new[norm] = entry
+            else:
+                new.pop(norm, None)
+            raw = Sidecar.serialize(new)
+            tmp = write_temp(self._tmp, raw)
+            with self._lock:
+                st = self._replace(tmp, self._sidecar.path, "")
+                self._sidecar.adopt(new, st)
+            fsync_dir(self._dir)
+        return _json_copy(value)
+
+    # --- writes ---------------------------------------------------------------------------------
+    def write_text(self, rel: str, text: str) -> None:
+        """Replace the file's contents with `text` (creating it and its parents); atomic, serialized."""
+        self._write(rel, lambda _read: text)
+
+    def update_text(self, rel: str, fn: Callable[[str | None], str]) -> str:
+        """Read-modify-write a file under its lock: `fn(old text or None)` gives the new text."""
+        return self._write(rel, lambda read: fn(read()))
+
+    def _write(self, rel: str, produce: Callable[[Callable[[], str | None]], str]) -> str:
+        norm = normalize_rel(rel)
+        parts = norm.split("/")
+        dir_rel, name = "/".join(parts[:-1]), parts[-1]
+        target = os.path.join(self._dir, norm)
+        self._ensure_infra()
+        with file_lock(os.path.join(self._locks, stripe_name(norm))):
+            before = self._check_write_target(norm, target)
+            text = produce(lambda: self.read_text(norm) if before is not None else None)
+            if not isinstance(text, str):
+                raise SlateError(f'new contents of "{norm}" must be a string, not {type(text).__name__}')
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise SlateError(f'cannot encode new contents of "{norm}" as UTF-8: {exc}') from exc
+            vector = self._embed_quietly(text)
+            self._ensure_dirs(dir_rel)
+            mode = stat.S_IMODE(before.st_mode) if before is not None else None
+            tmp = write_temp(self._tmp, data) if mode is None else write_temp(self._tmp, data, mode)
+            with self._lock:
+                st = self._replace(tmp, target, dir_rel, name)
+                if vector is not None:
+                    self._vectors[norm] = (st.st_size, st.st_mtime_ns, vector)
+                if before is None:
+                    self._created.record(norm, st.st_mtime_ns)
+                elif self._created.get(norm) is None:
+                    self._created.record(norm, fallback_created_ns(before))
+            fsync_dir(os.path.dirname(target))
+        return text
+
+    def _check_write_target(self, norm: str, target: str) -> os.stat_result | None:
+        """Refuse writes through links or onto non-files; return the target's lstat (None if new)."""
+        path = self._dir
+        parts = norm.split("/")
+        for i, part in enumerate(parts):
+            path = os.path.join(path, part)
+            st = _lstat(path)
+            if st is None:
+                return None
+            if stat.S_ISLNK(st.st_mode):
+                raise PathRefused(f'writes never go through links: "{"/".join(parts[: i + 1])}" is a link')
+            last = i == len(parts) - 1
+            if not last and not stat.S_ISDIR(st.st_mode):
+                raise SlateError(f'cannot write "{norm}": "{"/".join(parts[: i + 1])}" is not a directory')
+            if last and not stat.S_ISREG(st.st_mode):
+                raise SlateError(f'cannot write "{norm}": it exists and is not a regular file')
+        return st
+
+    def _ensure_infra(self) -> None:
+        if os.path.isdir(self._tmp) and os.path.isdir(self._locks):
+            return
+        with self._lock:
+            try:
+                os.makedirs(self._dir, exist_ok=True)
+                if not os.path.isdir(self._ladr):
+                    pre = _dir_mtime(self._dir)
+                    os.makedirs(self._ladr, exist_ok=True)
+                    self._tree.adopt_mtime(self._tree.root, pre, _dir_mtime(self._dir))
+                os.makedirs(self._tmp, exist_ok=True)
+                os.makedirs(self._locks, exist_ok=True)
+            except OSError as exc:
+                raise SlateError(f'cannot create folder "{self.name}" at {self._dir}: {exc}') from exc
+
+    def _ensure_dirs(self, dir_rel: str) -> None:
+        if not dir_rel:
+            return
+        parent_rel, path = "", self._dir
+        for part in dir_rel.split("/"):
+            path = os.path.join(path, part)
+            if not os.path.isdir(path):
+                with self._lock:
+                    parent = os.path.dirname(path)
+                    pre = _dir_mtime(parent)
+                    try:
+                        os.mkdir(path)
+                    except FileExistsError:
+                        pass
+                    except OSError as exc:
+                        raise SlateError(f"cannot create directory {path}: {exc}") from exc
+                    st = os.stat(path)
+                    self._tree.note_dir(parent_rel, part, st, pre, _dir_mtime(parent))
+            parent_rel = f"{parent_rel}/{part}" if parent_rel else part
+
+    def _replace(self, tmp: str, target: str, dir_rel: str, name: str | None = None) -> os.stat_result:
+        """Rename `tmp` over `target` and patch the cache; the caller holds self._lock."""
+        parent = os.path.dirname(target)
+        pre = _dir_mtime(parent)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                _unlink_quietly(tmp)
+                raise SlateError(f"cannot write {target}: {exc}") from exc
+            # `.ladr/tmp` is on another file system (a mount below the folder): copy beside the target.
+            with open(tmp, "rb") as fh:
+                data = fh.read()
+            _unlink_quietly(tmp)
+            pre = _dir_mtime(parent)
+            os.replace(write_temp(parent, data), target)
+        post = _dir_mtime(parent)
+        st = os.stat(target)
+        if name is not None:
+            self._tree.note_file(dir_rel, name, st, pre, post)
+        else:
+            self._tree.adopt_mtime(self._tree.find_dir(dir_rel, validate=False), pre, post)
+        return st
+
+    # --- similarity -----------------------------------------------------------------------------
+    def _embed_quietly(self, text: str) -> list[float] | None:
+        embedder = self._embedder()
+        limit = getattr(embedder, "max_chars", None)
+        try:
+            return l2_normalize(embedder.embed([text[:limit] if limit else text])[0])
+        except Exception:  # a failing remote embedder must not lose the write; similar() retries
+            return None
+
+    def _vectors_for(self, listing: list[tuple[str, int, int]]) -> dict[str, list[float]]:
+        """Vectors for (rel, size, mtime_ns) triples, computing the missing ones in batches."""
+        out: dict[str, list[float]] = {}
+        missing: list[tuple[str, int, int]] = []
+        with self._lock:
+            for rel, size, mtime in listing:
+                hit = self._vectors.get(rel)
+                if hit is not None and hit[0] == size and hit[1] == mtime:
+                    out[rel] = hit[2]
+                else:
+                    missing.append((rel, size, mtime))
+        if not missing:
+            return out
+        embedder = self._embedder()
+        limit = getattr(embedder, "max_chars", None)
+        for start in range(0, len(missing), _EMBED_BATCH):
+            batch = []
+            for rel, size, mtime in missing[start : start + _EMBED_BATCH]:
+                text = self._read_listed(rel)
+                if text is not None:
+                    batch.append((rel, size, mtime, text[:limit] if limit else text))
+            if not batch:
+                continue
+            vecs = embedder.embed([b[3] for b in batch])
+            if len(vecs) != len(batch):
+                raise SlateError(f"embedder {embedder.name} returned {len(vecs)} vectors for {len(batch)} texts")
+            with self._lock:
+                for (rel, size, mtime, _), vec in zip(batch, vecs, strict=True):
+                    vec = l2_normalize(vec)
+                    self._vectors[rel] = (size, mtime, vec)
+                    out[rel] = vec
+        return out
+
+    def similar(self, text: str, top_k: int = 5) -> list[tuple[str, float]]:
+        """The files nearest to `text` by embedding cosine, best first (ties by path); files with no
+        positive similarity are left out."""
+        if top_k <= 0:
+            return []
+        query = nonzero(l2_normalize(self._embedder().embed([text])[0]))
+        if not query:
+            return []
+        top = query[-1][0]
+        scored: list[tuple[str, float]] = []
+        missing: list[tuple[str, int, int]] = []
+
+        def score(rel: str, vec: list[float]) -> None:
+            if len(vec) > top:  # else a vector from an embedder of another size
+                s = 0.0
+                for i, q in query:
+                    s += q * vec[i]
+                if s > 1e-12:
+                    scored.append((rel, s))
+
+        with self._lock:
+            vectors = self._vectors
+            for rel, rec in self._tree.iter_files(sort=False):
+                hit = vectors.get(rel)
+                if hit is not None and hit[0] == rec.size and hit[1] == rec.mtime_ns:
+                    score(rel, hit[2])
+                else:
+                    missing.append((rel, rec.size, rec.mtime_ns))
+        for rel, vec in self._vectors_for(missing).items():
+            score(rel, vec)
+        scored.sort(key=lambda t: (-t[1], t[0]))
+        return scored[:top_k]
+
+    def refresh(self) -> None:
+        """Drop every cache (listing, metatags, created times, vectors); the next read rescans."""
+        with self._lock:
+            self._tree = Tree(self._dir)
+            self._sidecar.forget()
+            self._created.forget()
+            self._vectors.clear()
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

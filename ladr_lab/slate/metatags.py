@@ -1,0 +1,190 @@
+"""Metatag storage and semantics: the `.metatags.json` sidecar, typed values, `contains`, `created`.
+
+The sidecar maps folder-relative paths to objects of user metatags. It is parsed once and cached
+by the file's (inode, mtime_ns, size); the store rewrites it atomically under a folder-wide lock.
+
+`created` cannot come from the file system: every atomic write replaces the file with a new inode,
+so a birth time (where a platform has one) would be the last write. The store therefore keeps an
+append-only log, `.ladr/created.log`, of one JSON line `[path, created_ns]` per file it creates
+(or first rewrites), read incrementally. Files never written by the store fall back to the birth
+time, else the earlier of mtime and ctime.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from datetime import datetime, timezone
+from typing import Any
+
+from ladr_lab.errors import SlateError
+
+METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
+SYSTEM_METATAGS = ("index", "tree", "created", "modified", "size", "embedding")
+SIDECAR = ".metatags.json"
+
+
+def value_matches_type(value: Any, type_: str) -> bool:
+    """True when `value` has the declared metatag type (object accepts any JSON value)."""
+    if type_ == "string":
+        return isinstance(value, str)
+    if type_ == "string[]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if type_ == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if type_ == "boolean":
+        return isinstance(value, bool)
+    if type_ == "object":
+        return True
+    raise SlateError(f'unknown metatag type "{type_}" (known: {", ".join(METATAG_TYPES)})')
+
+
+def contains_match(value: Any, contains: str | None, declared: str | None = None) -> bool:
+    """Seed 000's `contains` test: a case-insensitive substring of a string, or of any element of a
+    list; ignored (True) for numbers, booleans and objects, by declared type when known."""
+    if contains is None:
+        return True
+    if declared is not None and declared not in ("string", "string[]"):
+        return True
+    needle = contains.casefold()
+    if isinstance(value, str):
+        return needle in value.casefold()
+    if isinstance(value, list):
+        return any(isinstance(v, str) and needle in v.casefold() for v in value)
+    return True
+
+
+def iso_utc(ns: int) -> str:
+    """Format nanoseconds since the epoch as ISO-8601 UTC to the second ("2026-11-30T09:55:40Z")."""
+    return datetime.fromtimestamp(ns // 1_000_000_000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fallback_created_ns(st: os.stat_result) -> int:
+    """Best creation time the file system offers for a file the store did not create."""
+    birth = getattr(st, "st_birthtime", None)
+    if birth is not None:
+        return int(birth * 1e9)
+    return min(st.st_mtime_ns, st.st_ctime_ns)
+
+
+class Sidecar:
+    """A folder's `.metatags.json`, parsed once and re-parsed only when the file changes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._key: tuple | None = None
+        self._data: dict[str, dict] = {}
+
+    def load(self) -> dict[str, dict]:
+        """The parsed sidecar ({} when missing or empty); raises SlateError when it is corrupt.
+
+        The returned dict is the cache itself: callers must not modify it.
+        """
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._key, self._data = None, {}
+            return self._data
+        except OSError as exc:
+            raise SlateError(f"cannot read metatags file {self.path}: {exc}") from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise SlateError(f"metatags file {self.path} is not a regular file")
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if key == self._key:
+            return self._data
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise SlateError(f"cannot read metatags file {self.path}: {exc}") from exc
+        self._data = self.parse(raw)
+        self._key = key
+        return self._data
+
+    def parse(self, raw: bytes) -> dict[str, dict]:
+        """Parse sidecar bytes, checking the `{path: {name: value}}` shape."""
+        if not raw.strip():
+            return {}
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise SlateError(f"corrupt metatags file {self.path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise SlateError(f"corrupt metatags file {self.path}: top level must be an object")
+        for rel, tags in data.items():
+            if not isinstance(tags, dict):
+                raise SlateError(f'corrupt metatags file {self.path}: entry "{rel}" must be an object')
+        return data
+
+    @staticmethod
+    def serialize(data: dict[str, dict]) -> bytes:
+        """The bytes the store writes: indented JSON, keys in insertion order, UTF-8."""
+        try:
+            return (json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise SlateError(f"metatag value is not JSON: {exc}") from exc
+
+    def adopt(self, data: dict[str, dict], st: os.stat_result) -> None:
+        """Cache `data` as the parse of the file the store just wrote (whose stat is `st`)."""
+        self._data, self._key = data, (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def forget(self) -> None:
+        """Drop the cached parse."""
+        self._key, self._data = None, {}
+
+
+class CreatedLog:
+    """The append-only `created` log (see the module docstring); later lines win."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._times: dict[str, int] = {}
+        self._offset = 0
+        self._ino: int | None = None
+
+    def _catch_up(self) -> None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._times, self._offset, self._ino = {}, 0, None
+            return
+        if st.st_ino != self._ino or st.st_size < self._offset:
+            self._times, self._offset, self._ino = {}, 0, st.st_ino
+        if st.st_size == self._offset:
+            return
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return  # a line still being appended; read it next time
+        for line in chunk[:end].split(b"\n"):
+            try:
+                rel, ns = json.loads(line)
+                self._times[str(rel)] = int(ns)
+            except (ValueError, TypeError):
+                continue  # a damaged line costs one created time, not the log
+        self._offset += end + 1
+
+    def get(self, rel: str) -> int | None:
+        """The recorded creation time of `rel` in nanoseconds, if any."""
+        self._catch_up()
+        return self._times.get(rel)
+
+    def record(self, rel: str, ns: int) -> None:
+        """Append a creation time for `rel` (O_APPEND keeps concurrent writers' lines whole)."""
+        line = (json.dumps([rel, ns], ensure_ascii=True) + "\n").encode("ascii")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        self._times[rel] = ns
+
+    def forget(self) -> None:
+        """Drop what was read so far."""
+        self._times, self._offset, self._ino = {}, 0, None

@@ -1,0 +1,232 @@
+"""Loading and validation: every problem at once, exact wording, YAML positions, suggestions."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ladr_lab.config import iter_problems, load_ladder_text
+from ladr_lab.errors import ConfigError, ConfigErrors
+
+BASE = """\
+name: t
+slates:
+  - title: Project Memory
+    folders:
+      - name: facts
+        metatags: { summary: string, tags: "string[]" }
+        files:
+          - name: core.md
+            metatags: { verified: boolean }
+      - name: lessons
+steps:
+"""
+
+
+def problems(steps_yaml: str, base: str = BASE, **kw) -> list[ConfigError]:
+    text = base + textwrap.indent(textwrap.dedent(steps_yaml), "  ")
+    return [p for p in iter_problems(text, file="l.yaml", **kw) if p.severity == "error"]
+
+
+def messages(steps_yaml: str, **kw) -> list[str]:
+    return [str(p) for p in problems(steps_yaml, **kw)]
+
+
+def test_seed_wordings_and_positions():
+    errs = problems("""
+        - id: generate
+          fields:
+            - name: Lessons
+              type: slateRead
+              from: { slate: Project Memory, folder: lesson }
+            - name: Confidence
+              type: slateRead
+              from: { slate: Project Memory, folder: facts, file: core.md, metatag: confidence }
+            - name: PriorArt
+              type: slateRead
+              from: { slate: Prior, folder: facts, file: core.md }
+        - id: X
+          systemPrompt: x
+          retrieve:
+            to: { slate: Project Memory, folder: facts }
+            as: Docs
+            maxRounds: 0
+            requestMatch: { type: object }
+        """)
+    msgs = [str(e) for e in errs]
+    assert 'Step "generate": slateRead field "Lessons" references non-existent folder "lesson" in slate ' \
+           '"Project Memory" (did you mean "lessons"?)' in msgs
+    assert 'Step "generate": slateRead field "Confidence" references undeclared metatag "confidence" on file ' \
+           '"core.md"' in msgs
+    assert 'Step "generate": slateRead field "PriorArt" references non-existent slate "Prior"' in msgs
+    assert 'Step "X": retrieve.maxRounds must be > 0 (got 0).' in msgs
+    lessons = next(e for e in errs if "Lessons" in str(e))
+    assert lessons.step_id == "generate" and lessons.suggestion == "lessons"
+    assert lessons.file == "l.yaml" and lessons.line == 17 and lessons.column is not None
+    rounds = next(e for e in errs if "maxRounds" in str(e))
+    assert rounds.line == 29
+
+
+def test_file_metatag_schema_is_folder_union_file():
+    assert messages("""
+        - id: s
+          fields:
+            - { name: V, type: slateRead, from: { slate: Project Memory, folder: facts, file: core.md, metatag: verified } }
+            - { name: S, type: slateRead, from: { slate: Project Memory, folder: facts, file: core.md, metatag: summary } }
+            - { name: M, type: slateRead, from: { slate: Project Memory, folder: facts, file: core.md, metatag: modified } }
+            - { name: A, type: slateRead, from: { slate: Project Memory, folder: facts, metatag: verified } }
+            - { name: T, type: slateRead, from: { slate: Project Memory, folder: facts, metatag: tree, depth: 2 } }
+        """) == []
+    msgs = messages("""
+        - id: s
+          fields:
+            - { name: N, type: slateRead, from: { slate: Project Memory, folder: facts, metatag: nope } }
+            - { name: F, type: slateRead, from: { slate: Project Memory, folder: facts, file: other.md } }
+        """)
+    assert any('undeclared metatag "nope" in folder "facts"' in m for m in msgs)
+    assert any('undeclared file "other.md"' in m for m in msgs)
+
+
+def test_unknown_keys_wrong_types_and_suggestions():
+    errs = problems("""
+        - id: s
+          systemPromt: hi
+          nodes: zero
+          type: sequental
+          fields:
+            - { name: Q, type: txt, from: input.context }
+        """)
+    msgs = [str(e) for e in errs]
+    assert any('unknown key "systemPromt"' in m and 'did you mean "systemPrompt"' in m for m in msgs)
+    assert any("nodes must be a whole number >= 1 (got 'zero')" in m for m in msgs)
+    assert any('unknown step type "sequental"' in m and '"sequential"' in m for m in msgs)
+    assert any('unknown type "txt"' in m and 'did you mean "text"' in m for m in msgs)
+    key_err = next(e for e in errs if "systemPromt" in str(e))
+    assert (key_err.line, key_err.column) == (14, 5)
+
+
+def test_malformed_yaml_is_a_config_error_with_a_line():
+    with pytest.raises(ConfigError) as info:
+        load_ladder_text("name: x\nsteps: [\n  - id: a\n", file="bad.yaml")
+    assert "malformed YAML" in str(info.value)
+    assert info.value.line is not None and info.value.file == "bad.yaml"
+
+
+def test_not_a_mapping_and_duplicate_keys():
+    assert "must be a YAML mapping" in str(list(iter_problems("- a\n- b\n"))[0])
+    dup = list(iter_problems("name: a\nname: b\nsteps: [{id: s}]\n"))
+    assert any('duplicate key "name"' in str(p) and p.line == 2 for p in dup)
+
+
+def test_retrieve_rules():
+    msgs = messages("""
+        - id: r
+          retrieve:
+            to: { slate: Project Memory, folder: fact }
+            as: ""
+            maxRounds: -2
+            requestMatch: {}
+        - id: r2
+          retrieve:
+            to: { slate: Project Memory, folder: facts }
+            as: Docs
+            maxRounds: 2
+            requestMatch: { type: objekt }
+        - id: r3
+          retrieve:
+            to: { slate: Project Memory, folder: facts }
+            as: Docs
+            maxRounds: 2
+            requestMatch: '{"type": "object", '
+        """)
+    assert 'Step "r": retrieve.maxRounds must be > 0 (got -2).' in msgs
+    assert 'Step "r": retrieve.as must be a non-empty field name.' in msgs
+    assert 'Step "r": retrieve.requestMatch must be a non-empty JSON Schema.' in msgs
+    assert any(m.startswith('Step "r": retrieve.to references non-existent folder "fact"') for m in msgs)
+    assert any(m.startswith('Step "r2": retrieve.requestMatch is not a valid JSON Schema') for m in msgs)
+    assert any(m.startswith('Step "r3": retrieve.requestMatch is not valid JSON') for m in msgs)
+
+
+def test_write_rules():
+    msgs = messages("""
+        - id: w1
+          slateWrite:
+            to: { slate: Project Memory, folder: facts, file: core.md }
+            on: mergeByKey
+            match: { type: array }
+        - id: w2
+          slateWrite:
+            to: { slate: Project Memory, folder: facts, file: core.md }
+            on: append
+            key: id
+            match: { type: object }
+        - id: w3
+          slateWrite:
+            to: { slate: Project Memory, folder: facts, file: core.md }
+            match: {}
+        - id: w4
+          if:
+            equals: RECORD
+            then:
+              write: { to: { slate: Memory, folder: facts, file: core.md }, from: output }
+            else:
+              write: { to: { slate: Project Memory, folder: facts, file: core.md }, from: { stepId: nope } }
+        """)
+    assert 'Step "w1": slateWrite on: mergeByKey requires key.' in msgs
+    assert 'Step "w2": slateWrite.key is only valid with on: mergeByKey (got on: append).' in msgs
+    assert 'Step "w3": slateWrite.match must be a non-empty JSON Schema.' in msgs
+    assert 'Step "w4": if.then write.to references non-existent slate "Memory" (did you mean "Project Memory"?)' in msgs
+    assert any(m.startswith('Step "w4": if.else write references unknown step "nope"') for m in msgs)
+
+
+def test_previous_after_group_and_unknown_jump():
+    msgs = messages("""
+        - id: g
+          type: group
+          steps:
+            - { id: a, systemPrompt: a }
+            - { id: b, systemPrompt: b }
+        - id: after
+          fields:
+            - { name: P, type: ingest, from: previous }
+          if:
+            equals: x
+            then: { jump: { stepId: nowhere } }
+            else: continue
+        """)
+    assert any('from: previous right after group step "g"' in m for m in msgs)
+    assert any('if.then jumps to unknown step "nowhere"' in m for m in msgs)
+
+
+def test_knobs_are_typed_and_overridable():
+    text = BASE.replace("name: t\n", "name: t\nknobs: { n: 2, who: Ann }\n") + textwrap.indent(textwrap.dedent("""
+        - id: s
+          nodes: "{{knobs.n}}"
+          systemPrompt: "Hello {{knobs.who}}"
+        """), "  ")
+    ladder = load_ladder_text(text)
+    assert ladder.steps[0].nodes == 2 and ladder.steps[0].system_prompt == "Hello Ann"
+    assert load_ladder_text(text, knobs={"n": 5}).steps[0].nodes == 5
+    with pytest.raises(ConfigErrors) as info:
+        load_ladder_text(text.replace("knobs.who", "knobs.wha"))
+    assert 'unknown knob "wha"' in str(info.value) and 'did you mean "who"' in str(info.value)
+
+
+def test_unquoted_on_key_is_read_as_on():
+    ladder = load_ladder_text(BASE + textwrap.indent(textwrap.dedent("""
+        - id: w
+          slateWrite:
+            to: { slate: Project Memory, folder: facts, file: core.md }
+            on: overwrite
+            match: { type: object }
+        """), "  "))
+    assert ladder.steps[0].slate_write.on == "overwrite"
+
+
+def test_load_ladder_raises_all_problems_at_once():
+    with pytest.raises(ConfigErrors) as info:
+        load_ladder_text(BASE + "  - id: a\n    nodes: 0\n  - id: a\n    type: nope\n")
+    errs = list(info.value)
+    assert len(errs) >= 3
+    assert isinstance(info.value, ValueError)
+    assert errs == sorted(errs, key=lambda e: (e.line or 0, e.column or 0))

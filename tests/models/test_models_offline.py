@@ -1,0 +1,296 @@
+"""OfflineModel: reads the assembled prompt, requests fitting files in the schema's shape, answers
+extractively with citations, fills output schemas, and is deterministic."""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+import yaml
+
+from ladr_lab.models import OfflineModel
+from ladr_lab.models._prompt import parse_prompt, stem, terms
+
+EXHAUSTED = "Retrieval budget exhausted. Produce your final answer now."
+SYSTEM = 'Research the Question. Use FileIndex to find relevant docs. Emit {"request": {...}} to retrieve.'
+
+INDEX = [
+    {"name": "changelog.md", "size": 310},
+    {"name": "core.md", "size": 45},
+    {"name": "faq.md", "size": 29},
+    {"name": "glossary.md", "size": 812},
+    {"name": "install-guide.md", "size": 120},
+    {"name": "overview.md", "size": 200},
+    {"name": "release_notes_2024.md", "size": 90},
+    {"name": "notes/", "size": 72, "files": 2},
+]
+
+WRAPPED = yaml.safe_load(
+    """
+type: object
+required: [request]
+additionalProperties: false
+properties:
+  request:
+    type: object
+    additionalProperties: false
+    properties:
+      files: {type: array, items: {type: string}}
+      subfolders: {type: array, items: {type: string}}
+      metatag: {type: object, properties: {name: {type: string}, contains: {type: string}, similarTo: {type: string}}}
+      glob: {type: string}
+"""
+)
+BARE = yaml.safe_load("{type: object, required: [files], properties: {files: {type: array, items: {type: string}}}}")
+METATAG_ONLY = yaml.safe_load(
+    "{type: object, properties: {request: {type: object, properties: {metatag: {type: object,"
+    " properties: {name: {type: string, enum: [tags]}, contains: {type: string}}}}}}}"
+)
+
+GLOSSARY = """# Glossary
+
+**Slate** — a declared store of memory: a directory whose folders hold files with metatags.
+
+**Metatag** — typed metadata attached to a file: `string`, `string[]`, `number`, `boolean` or `object`.
+
+**Round** — one model call inside a retrieve loop.
+"""
+CORE = "Ladders are YAML pipelines. Each step reads fields and may retrieve."
+
+
+def user(question, *, index=INDEX, blocks=(), forced=False, extra=()):
+    parts = [f"Question:\n{question}", "FileIndex:\n" + json.dumps(index, indent=2, ensure_ascii=False)]
+    parts += [f"{name}:\n{value}" for name, value in extra]
+    for k, entries in enumerate(blocks, 1):
+        body = "\n\n".join(f"--- {path} [{mode}] ---\n{content}" for path, mode, content in entries)
+        parts.append(f"RetrievedDocuments {k}:\n{body}")
+    if forced:
+        parts.append(EXHAUSTED)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def run(messages, **hints):
+    hints = {"step": "research", "node": 1, "nodes": 1, "round": 1, "retrieve_as": "RetrievedDocuments", **hints}
+    return OfflineModel().complete(messages, **hints).text
+
+
+# ------------------------------------------------------------------ requests
+
+
+def test_first_round_requests_the_fitting_file_in_the_wrapped_shape():
+    out = run(user("What does the glossary say about slates?"), request_match=WRAPPED)
+    obj = json.loads(out)
+    jsonschema.validate(obj, WRAPPED)
+    assert obj == {"request": {"files": ["glossary.md"]}}
+    assert out == json.dumps(obj, separators=(",", ":"))  # compact JSON, nothing else
+
+
+def test_bare_schema_gets_the_bare_form():
+    obj = json.loads(run(user("Where is the glossary?"), request_match=BARE))
+    jsonschema.validate(obj, BARE)
+    assert obj == {"files": ["glossary.md"]}
+
+
+def test_metatag_only_schema_gets_a_metatag_request_named_tags():
+    obj = json.loads(run(user("Explain metatags"), request_match=METATAG_ONLY))
+    jsonschema.validate(obj, METATAG_ONLY)
+    assert obj["request"]["metatag"]["name"] == "tags"
+    assert obj["request"]["metatag"]["contains"] in "metatags"
+    assert set(obj["request"]) == {"metatag"}
+
+
+def test_metatag_listing_values_steer_the_choice():
+    listing = json.dumps([{"file": "core.md", "value": "Definitions of every term used in slates"},
+                          {"file": "faq.md", "value": "Common questions"}], indent=2)
+    obj = json.loads(run(user("Which definitions exist?", extra=[("Summaries", listing)]), request_match=WRAPPED))
+    assert obj == {"request": {"files": ["core.md"]}}
+
+
+def test_scoring_subfolder_is_browsed_then_its_files_are_picked():
+    q = "What do the notes say about deployment?"
+    first = json.loads(run(user(q), request_match=WRAPPED))
+    assert first["request"]["subfolders"] == ["notes"]
+    assert first["request"].get("files", []) == ["release_notes_2024.md"]  # "notes" is in its name too
+    listing = json.dumps([{"name": "deployment.md", "size": 40}, {"name": "misc.md", "size": 9}], indent=2)
+    second = json.loads(run(user(q, blocks=[[("notes", "subfolders", listing)]]), request_match=WRAPPED, round=2))
+    assert second["request"]["files"][0] == "notes/deployment.md"
+
+
+def test_nothing_scores_browses_subfolders_when_the_schema_allows():
+    obj = json.loads(run(user("Which knobs exist?"), request_match=WRAPPED))
+    assert obj == {"request": {"subfolders": ["notes"]}}
+
+
+def test_requests_the_top_three_scoring_files_at_most():
+    index = [{"name": f"retrieve-mode-{m}.md", "size": 10} for m in ("files", "glob", "metatag", "subfolders")]
+    obj = json.loads(run(user("How do retrieve modes work?", index=index), request_match=WRAPPED))
+    assert len(obj["request"]["files"]) == 3
+
+
+def test_answers_when_the_last_round_said_already_in_context():
+    msgs = user("What is in the glossary?", blocks=[[("glossary.md", "files", "(already in context)")]])
+    out = run(msgs, request_match=WRAPPED)
+    assert not out.lstrip().startswith("{")
+
+
+def test_answers_instead_of_asking_again_for_what_it_has():
+    msgs = user("What does the glossary say about slates?", blocks=[[("glossary.md", "files", GLOSSARY)]])
+    out = run(msgs, request_match=WRAPPED, round=2)
+    assert "[glossary.md]" in out
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(_json_or_none(out), WRAPPED)
+
+
+def test_no_candidate_validates_means_an_answer():
+    schema = {"type": "object", "required": ["request"],
+              "properties": {"request": {"type": "object", "required": ["sql"]}}}
+    out = run(user("What does the glossary say?"), request_match=schema)
+    assert _json_or_none(out) is None
+
+
+# ------------------------------------------------------------------ answers
+
+
+def test_answer_after_retrieval_is_cited_prose_drawn_from_the_content():
+    msgs = user("What is a slate?", blocks=[[("glossary.md", "files", GLOSSARY), ("core.md", "files", CORE)]])
+    out = run(msgs, request_match=WRAPPED, round=2)
+    assert _json_or_none(out) is None and "{" not in out
+    assert "a declared store of memory" in out
+    assert "[glossary.md]" in out
+
+
+def test_forced_final_never_requests():
+    msgs = user("What does the glossary say about slates?", forced=True)
+    out = run(msgs, request_match=None, forced_final=True)
+    assert _json_or_none(out) is None
+    # the exhausted line alone (no hint) is enough too
+    out2 = run(msgs, request_match=WRAPPED)
+    assert _json_or_none(out2) is None
+
+
+def test_nothing_relevant_is_said_plainly_and_cites_what_was_read():
+    msgs = user("Who won the 1998 world cup?", blocks=[[("core.md", "files", CORE)]], forced=True)
+    out = run(msgs, forced_final=True)
+    assert "nothing" in out.lower() and "[core.md]" in out
+
+
+def test_step_without_retrieve_answers_from_its_other_fields():
+    msgs = [{"role": "system", "content": "Summarize."},
+            {"role": "user", "content": "Topic:\nmetatags\n\nFindings:\n" + GLOSSARY}]
+    out = OfflineModel().complete(msgs, step="summarize", node=1).text
+    assert "Metatag" in out and "[Findings]" in out
+
+
+def test_existing_citations_are_kept_not_doubled():
+    findings = "Slates are folders of files [glossary.md]. Rounds are model calls [core.md]."
+    msgs = [{"role": "system", "content": "Synthesize."},
+            {"role": "user", "content": f"Question:\nWhat are slates?\n\nFindings:\n{findings}"}]
+    out = OfflineModel().complete(msgs).text
+    assert out == "Slates are folders of files [glossary.md]."
+
+
+def test_output_schema_gives_json_that_validates():
+    schema = {
+        "type": "object",
+        "required": ["finding", "confidence", "sources"],
+        "additionalProperties": False,
+        "properties": {
+            "finding": {"type": "string", "minLength": 20},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "sources": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "verified": {"type": "boolean"},
+            "kind": {"type": "string", "enum": ["definition", "howto"]},
+        },
+    }
+    msgs = user("What is a slate?", blocks=[[("glossary.md", "files", GLOSSARY)]], forced=True)
+    out = run(msgs, forced_final=True, output_schema=schema)
+    obj = json.loads(out)
+    jsonschema.validate(obj, schema)
+    assert obj["confidence"] == 0.9 and obj["sources"] == ["glossary.md"]
+    assert "declared store of memory" in obj["finding"]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "required": ["score"], "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}}},
+        {"type": "object", "required": ["p"], "properties": {"p": {"type": "number", "exclusiveMaximum": 0.5}}},
+        {"type": "array", "items": {"type": "string"}, "minItems": 3, "uniqueItems": True},
+        {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {
+            "type": "object", "required": ["key", "value"],
+            "properties": {"key": {"type": "string"}, "value": {"type": "string", "maxLength": 12}}}}}},
+        {"$defs": {"v": {"type": "string", "enum": ["SUPPORTED", "REFUTED"]}},
+         "type": "object", "required": ["verdict"], "properties": {"verdict": {"$ref": "#/$defs/v"}}},
+        {"anyOf": [{"type": "object", "required": ["ok"], "properties": {"ok": {"const": True}}}, {"type": "null"}]},
+        {"type": "string", "pattern": "^[a-z]+$"},
+    ],
+)
+def test_various_output_schemas_validate(schema):
+    msgs = user("What is a slate?", blocks=[[("glossary.md", "files", GLOSSARY)]])
+    out = run(msgs, output_schema=schema)
+    jsonschema.validate(json.loads(out), schema)
+
+
+def test_impossible_output_schema_falls_back_to_prose():
+    schema = {"type": "object", "required": ["a"], "properties": {"a": {"type": "string", "minLength": 5, "maxLength": 2}}}
+    out = run(user("What is a slate?", blocks=[[("glossary.md", "files", GLOSSARY)]]), output_schema=schema)
+    assert "[glossary.md]" in out
+
+
+def test_equals_is_answered_when_there_is_no_other_cue():
+    msgs = [{"role": "system", "content": "Say DONE when finished."}, {"role": "user", "content": "Draft:\nsome text"}]
+    assert OfflineModel().complete(msgs, equals="DONE").text == "DONE"
+
+
+def test_same_prompt_same_output_and_tokens_are_estimated():
+    msgs = user("What does the glossary say about slates?", blocks=[[("glossary.md", "files", GLOSSARY)]])
+    a = OfflineModel().complete(msgs, request_match=WRAPPED, retrieve_as="RetrievedDocuments")
+    b = OfflineModel().complete(msgs, request_match=WRAPPED, retrieve_as="RetrievedDocuments", unknown_hint=1)
+    assert a == b
+    chars = len(msgs[0]["content"]) + len(msgs[1]["content"])
+    assert a.tokens_in == -(-chars // 4) and a.model == "offline" and a.latency == 0.0
+
+
+# ------------------------------------------------------------------ parsing
+
+
+def test_parser_finds_sections_blocks_and_listings_without_the_as_hint():
+    listing = json.dumps([{"name": "a.md", "size": 3}, {"name": "deep/", "size": 9, "files": 1}], indent=2)
+    text = user("Q?", blocks=[[("core.md", "files", CORE), ("nope.md", "files", "(not found)")],
+                              [("notes", "subfolders", listing)]], forced=True)[1]["content"]
+    p = parse_prompt("sys", text)
+    assert p.forced and p.question == "Q?"
+    assert [s.name for s in p.sections] == ["Question", "FileIndex"]
+    assert [[e.status for e in b] for b in p.blocks] == [["fetched", "not_found"], ["listed"]]
+    assert "notes/a.md" in p.files and "notes/deep" in p.subfolders
+    assert p.seen == {"core.md", "nope.md"} and p.browsed == {"notes"}
+
+
+def test_parser_flattens_a_tree_field():
+    tree = [{"name": "core.md", "size": 4},
+            {"name": "notes/", "size": 9, "children": [{"name": "calculus.md", "size": 9}]}]
+    p = parse_prompt("", f"Question:\ncalculus\n\nFolderTree:\n{json.dumps(tree, indent=2)}")
+    assert list(p.files) == ["core.md", "notes/calculus.md"]
+    assert "notes" in p.known_children
+
+
+def test_tree_children_are_requested_directly_without_browsing():
+    tree = [{"name": "core.md", "size": 4},
+            {"name": "notes/", "size": 9, "children": [{"name": "calculus.md", "size": 9}]}]
+    msgs = [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Query:\nExplain calculus\n\nFolderTree:\n{json.dumps(tree, indent=2)}"}]
+    obj = json.loads(OfflineModel().complete(msgs, request_match=WRAPPED).text)
+    assert obj == {"request": {"files": ["notes/calculus.md"]}}
+
+
+def test_light_stemming():
+    assert stem("metatags") == stem("metatag")
+    assert stem("retrieval") == stem("retrieving") == stem("retrieves")
+    assert terms("What are the glossaries?") == [stem("glossary")]
+
+
+def _json_or_none(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -1,0 +1,63 @@
+"""get_model: name → Model dispatch, and the package's public surface."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import ladr_lab.models as models
+from ladr_lab.errors import ModelError
+from ladr_lab.models import LiteLLMModel, Model, OfflineModel, ReplayModel, ScriptedModel, get_model
+
+
+@pytest.mark.parametrize("name", [None, "offline", " offline "])
+def test_offline_is_the_default(name):
+    assert isinstance(get_model(name), OfflineModel)
+
+
+def test_script_path_is_relative_to_base_dir(tmp_path):
+    (tmp_path / "s.yaml").write_text("research: [hi]\n", encoding="utf-8")
+    m = get_model("script:s.yaml", base_dir=tmp_path)
+    assert isinstance(m, ScriptedModel)
+    assert m.complete([], step="research", node=1).text == "hi"
+
+
+def test_script_path_defaults_to_cwd(tmp_path, monkeypatch):
+    (tmp_path / "s.yaml").write_text('"*": [hi]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert get_model("script:s.yaml").complete([]).text == "hi"
+
+
+def test_missing_script_is_a_model_error(tmp_path):
+    with pytest.raises(ModelError, match="nope.yaml"):
+        get_model("script:nope.yaml", base_dir=tmp_path)
+
+
+def test_replay_path(tmp_path):
+    event = {"type": "llm_call", "step": "s", "node": 1, "round": 1, "messages": [], "output": "recorded"}
+    (tmp_path / "t.jsonl").write_text(json.dumps(event) + "\n", encoding="utf-8")
+    m = get_model("replay:t.jsonl", base_dir=tmp_path)
+    assert isinstance(m, ReplayModel) and m.complete([], step="s", node=1).text == "recorded"
+
+
+def test_instances_pass_through_and_other_names_are_litellm():
+    scripted = ScriptedModel(["x"])
+    assert get_model(scripted) is scripted
+    m = get_model("ollama/llama3.2")
+    assert isinstance(m, LiteLLMModel) and m.name == "ollama/llama3.2"
+
+
+def test_every_model_keeps_the_protocol():
+    for m in (OfflineModel(), ScriptedModel([]), LiteLLMModel("x/y")):
+        assert isinstance(m, Model) and m.max_concurrency >= 1 and m.name
+
+
+def test_not_a_model_is_an_error():
+    with pytest.raises(ModelError):
+        get_model(42)
+
+
+def test_all_lists_the_public_names():
+    public = {n for n in dir(models) if not n.startswith("_") and n[0].isupper() or n in ("get_model", "estimate_tokens")}
+    assert public <= set(models.__all__)
+    assert models.__all__ == sorted(models.__all__)

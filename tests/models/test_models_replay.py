@@ -1,0 +1,78 @@
+"""ReplayModel: recorded outputs come back in order per step/node; prompt changes are reported."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ladr_lab.errors import ModelError
+from ladr_lab.models import ReplayModel
+
+
+def msgs(user):
+    return [{"role": "system", "content": "Research."}, {"role": "user", "content": user}]
+
+
+def call(step, node, rnd, user, output):
+    return {"type": "llm_call", "step": step, "node": node, "round": rnd, "messages": msgs(user),
+            "output": output, "forced_final": False}
+
+
+@pytest.fixture
+def trace(tmp_path):
+    events = [
+        {"type": "run_start", "ladder": "demo"},
+        call("research", 1, 1, "Question:\nslates?\n\nIndex:\n[]", '{"request": {"files": ["a.md"]}}'),
+        call("research", 2, 1, "Question:\nslates?\n\nNode:\n2", "node two"),
+        {"type": "write", "step": "research", "node": 1, "status": "skipped"},
+        call("research", 1, 2, "Question:\nslates?\n\nIndex:\n[]\n\nRetrievedDocuments 1:\n--- a.md [files] ---\nA",
+             "Slates are folders [a.md]."),
+        call("summarize", 1, 1, "Findings:\nSlates are folders [a.md].", "Summary."),
+        {"type": "run_end", "status": "completed", "output": "Summary."},
+    ]
+    path = tmp_path / "trace.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    return path
+
+
+def test_replays_outputs_by_step_node_and_occurrence(trace):
+    m = ReplayModel(trace)
+    assert m.recorded_calls == 4
+    assert m.complete(msgs("Question:\nslates?\n\nNode:\n2"), step="research", node=2, round=1).text == "node two"
+    assert m.complete(msgs("Question:\nslates?\n\nIndex:\n[]"), step="research", node=1, round=1).text.startswith('{"request"')
+    second = m.complete(
+        msgs("Question:\nslates?\n\nIndex:\n[]\n\nRetrievedDocuments 1:\n--- a.md [files] ---\nA"),
+        step="research", node=1, round=2,
+    )
+    assert second.text == "Slates are folders [a.md]." and second.tokens_out > 0
+    assert m.divergence is None and m.divergences == []
+
+
+def test_reports_the_first_divergence_with_a_diff(trace):
+    m = ReplayModel(trace)
+    out = m.complete(msgs("Question:\nmetatags?\n\nIndex:\n[]"), step="research", node=1, round=1)
+    assert out.text == '{"request": {"files": ["a.md"]}}'  # still answers with the recording
+    m.complete([{"role": "system", "content": "Changed."}, {"role": "user", "content": "x"}],
+               step="research", node=1, round=2)
+    d = m.divergence
+    assert (d["step"], d["node"], d["round"], d["message_index"]) == ("research", 1, 1, 1)
+    assert "-slates?" in d["diff"] and "+metatags?" in d["diff"]
+    assert len(m.divergences) == 2 and m.divergences[1]["message_index"] == 0
+
+
+def test_a_call_with_no_recording_is_a_model_error(trace):
+    m = ReplayModel(trace)
+    m.complete(msgs("Findings:\nSlates are folders [a.md]."), step="summarize", node=1)
+    with pytest.raises(ModelError, match=r'no recorded call #2 for step "summarize" node 1 \(1 recorded'):
+        m.complete(msgs("again"), step="summarize", node=1)
+    with pytest.raises(ModelError, match=r'step "plan" node 1 \(0 recorded'):
+        m.complete(msgs("x"), step="plan", node=1)
+
+
+def test_bad_trace_files_are_model_errors(tmp_path):
+    with pytest.raises(ModelError, match="missing.jsonl"):
+        ReplayModel(tmp_path / "missing.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "llm_call"}\nnot json\n', encoding="utf-8")
+    with pytest.raises(ModelError, match=r"bad.jsonl:2"):
+        ReplayModel(bad)
