@@ -1,1 +1,31 @@
-"""ladr_lab: author, run, step through and debug LADR ladders."""
+"""ladr_lab: author, run, step through and debug LADR ladders (YAML LLM pipelines over slates).
+
+    >>> import ladr_lab
+    >>> ladder = ladr_lab.load_ladder("examples/research.yaml")
+    >>> run = ladr_lab.Run(ladder, input="How does dedup work?")
+    >>> run.step()          # exactly one model call; returns its events
+    >>> run.run()           # to the end
+
+Heavy dependencies (litellm, pandas, ipywidgets, numpy) are imported only where used.
+"""
+from .config import Ladder, iter_problems, load_ladder, load_ladder_text
+from .cost import cost_report
+from .engine import FORCED_FINAL_LINE, CallRequest, Run, RunResult, run_ladder
+from .errors import (
+    BudgetExhausted, ConfigError, ConfigErrors, LadrError, ModelError, NodeDependencyError, PathRefused, RunError,
+    ScriptExhausted, SlateError, SourceResolutionError,
+)
+from .jsonx import NO_JSON, extract, extract_json
+from .models import Completion, LiteLLMModel, Model, OfflineModel, ReplayModel, ScriptedModel, get_model
+from .slate import FolderSpec, SlateStore
+from .trace import Trace, load_trace
+
+__version__ = "0.1.0"
+
+__all__ = sorted([
+    "BudgetExhausted", "CallRequest", "Completion", "ConfigError", "ConfigErrors", "FORCED_FINAL_LINE", "FolderSpec",
+    "Ladder", "LadrError", "LiteLLMModel", "Model", "ModelError", "NO_JSON", "NodeDependencyError", "OfflineModel",
+    "PathRefused", "ReplayModel", "Run", "RunError", "RunResult", "ScriptExhausted", "ScriptedModel", "SlateError",
+    "SlateStore", "SourceResolutionError", "Trace", "cost_report", "extract", "extract_json", "get_model",
+    "iter_problems", "load_ladder", "load_ladder_text", "load_trace", "run_ladder",
+])

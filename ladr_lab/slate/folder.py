@@ -8,6 +8,7 @@ bookkeeping lives in its hidden `.ladr/` directory and its `.metatags.json`; nei
 from __future__ import annotations
 
 import errno
+import heapq
 import json
 import os
 import stat
@@ -477,29 +478,27 @@ class Folder:
         if not query:
             return []
         top = query[-1][0]
-        scored: list[tuple[str, float]] = []
+        vecs: list[tuple[str, list[float]]] = []
         missing: list[tuple[str, int, int]] = []
-
-        def score(rel: str, vec: list[float]) -> None:
-            if len(vec) > top:  # else a vector from an embedder of another size
-                s = 0.0
-                for i, q in query:
-                    s += q * vec[i]
-                if s > 1e-12:
-                    scored.append((rel, s))
-
         with self._lock:
             vectors = self._vectors
             for rel, rec in self._tree.iter_files(sort=False):
                 hit = vectors.get(rel)
                 if hit is not None and hit[0] == rec.size and hit[1] == rec.mtime_ns:
-                    score(rel, hit[2])
+                    vecs.append((rel, hit[2]))
                 else:
                     missing.append((rel, rec.size, rec.mtime_ns))
-        for rel, vec in self._vectors_for(missing).items():
-            score(rel, vec)
-        scored.sort(key=lambda t: (-t[1], t[0]))
-        return scored[:top_k]
+        vecs.extend(self._vectors_for(missing).items())
+        scored: list[tuple[float, str]] = []
+        for rel, vec in vecs:
+            if len(vec) <= top:
+                continue  # a vector from an embedder of another size
+            s = 0.0
+            for i, q in query:
+                s += q * vec[i]
+            if s > 1e-12:
+                scored.append((-s, rel))
+        return [(rel, -neg) for neg, rel in heapq.nsmallest(top_k, scored)]
 
     def refresh(self) -> None:
         """Drop every cache (listing, metatags, created times, vectors); the next read rescans."""
