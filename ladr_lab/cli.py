@@ -128,8 +128,14 @@ def cmd_run(a) -> int:
             for p in _problems(exc):
                 print(p.format())
         return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1)
+    model = a.model
+    if model and model.split(":", 1)[0] in ("script", "replay") and ":" in model:
+        # a path typed on the command line is relative to where the command runs (else to the ladder)
+        kind, rel = model.split(":", 1)
+        if not Path(rel).is_absolute() and Path(rel).exists():
+            model = f"{kind}:{Path(rel).resolve()}"
     try:
-        run = Run(ladder, model=a.model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
+        run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else _Printer(sys.stdout))
     except LadrError as exc:
         return _fail(a, str(exc), 1)

@@ -20,7 +20,8 @@ Rules, in order; the first one that yields a value wins:
 Values are standard JSON: ``NaN``/``Infinity`` are rejected, raw control characters inside
 strings are rejected (``strict`` mode of :mod:`json`), nesting deeper than :data:`MAX_DEPTH`
 counts as not JSON (no ``RecursionError`` ever escapes), and so does an integer with more digits
-than Python converts (``sys.get_int_max_str_digits()``).
+than Python converts (``sys.get_int_max_str_digits()``). Numbers are otherwise converted as
+:mod:`json` does (a finite literal beyond the float range, e.g. ``1e400``, becomes ``inf``).
 
 Complexity (n = len(text)). Rule 1 is one C-level parse and rule 2 reads each line once and parses
 each fence body once (bodies are disjoint), so both are O(n). For rule 3, a *frame* is the lexical
@@ -40,8 +41,8 @@ when the parse from k fails at offset e, every opener of the same frame strictly
 between k and e is either still open at e -- it fails at e too (same tokens, same error) and is
 skipped in O(1) -- or closed before e -- it parses, and the search ends there. So a failing parse
 that overlaps an earlier one starts inside one of its string literals, and by the same
-two-frame argument no offset is parsed by more than two failing parses: parsing costs at most 2n
-plus the one successful parse, and the whole of :func:`extract` is O(n). The work is counted
+two-frame argument no offset lies in more than two failing parses: parsing is O(n) plus the one
+successful parse, and the whole of :func:`extract` is O(n). The work is counted
 (:class:`_Work`) so that the tests check the bound without timing anything. Iterating *every*
 candidate with :func:`iter_candidates` additionally pays for parsing each successful candidate,
 which is output-sensitive (nested blocks that parse are each parsed again).
@@ -324,13 +325,14 @@ def _balanced(text: str, work: _Work) -> Iterator[Extraction]:
                 if height[parent] < h:
                     height[parent] = h
             elif c == "[" or c == "{":
-                q = open_run(text, p).end()
-                if q == p + 1:
-                    stack.append(p)
-                    frame_of[p] = k
-                else:
+                q = p + 1
+                if q < n and (text[q] == "[" or text[q] == "{"):  # a run of openers: push it at once
+                    q = open_run(text, p).end()
                     stack.extend(range(p, q))
                     frame_of[p:q] = array(code, [k]) * (q - p)
+                else:
+                    stack.append(p)
+                    frame_of[p] = k
                 p = q
             elif c == '"':
                 q = string_body(text, p + 1).end()

@@ -1,6 +1,7 @@
 """Typed trace events of a run: recorded in memory, streamed to JSONL, read back, turned into tables.
 
-Event types (SPEC §9): `run_start`, `step_start`, `llm_call`, `write`, `gate`, `call`, `step_end`, `run_end`.
+Event types (SPEC §9): `run_start`, `step_start`, `llm_call`, `llm_error` (a model call that failed),
+`write`, `gate`, `call`, `step_end`, `run_end`.
 Every event carries `type`, `seq` (0-based order in the run) and `t` (seconds since the run started).
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-EVENT_TYPES = ("run_start", "step_start", "llm_call", "write", "gate", "call", "step_end", "run_end")
+EVENT_TYPES = ("run_start", "step_start", "llm_call", "llm_error", "write", "gate", "call", "step_end", "run_end")
 
 
 class Trace:

@@ -115,17 +115,17 @@ def test_fence_beats_earlier_balanced_block() -> None:
 
 
 def test_first_parseable_fence_wins() -> None:
-    text = "```json\n{broken\n```\n```json\n{\"second\": 2}\n```\n```json\n{\"third\": 3}\n```"
+    text = '```json\n{broken\n```\n```json\n{"second": 2}\n```\n```json\n{"third": 3}\n```'
     assert extract(text).value == {"second": 2}
 
 
 @pytest.mark.parametrize("info", ["json", "JSON", "Json", "jsonc", "json5", "", "json title=x"])
 def test_fence_info_strings_accepted(info: str) -> None:
-    assert extract(f"x\n```{info}\n{{\"a\": 1}}\n```\ny").method == "fence"
+    assert extract(f'x\n```{info}\n{{"a": 1}}\n```\ny').method == "fence"
 
 
 def test_fence_other_language_is_skipped_whole() -> None:
-    text = "```python\nx = [1, 2]\n```\n```json\n{\"a\": 1}\n```"
+    text = '```python\nx = [1, 2]\n```\n```json\n{"a": 1}\n```'
     result = extract(text)
     assert result.method == "fence" and result.value == {"a": 1}
     # a python fence alone is not a fence candidate, but its brackets are still balanced blocks
@@ -200,7 +200,7 @@ def test_empty_containers_and_whitespace_inside() -> None:
 
 def test_unclosed_blocks() -> None:
     assert not extract('{"a": [1, 2').found
-    assert extract_json('[[[[ 1, [2] ') == [2]
+    assert extract_json("[[[[ 1, [2] ") == [2]
 
 
 def test_deep_nesting_within_limit() -> None:
@@ -216,7 +216,9 @@ def test_too_deep_value_is_not_json_but_inner_blocks_are() -> None:
     assert result.method == "balanced" and result.span == (44, 2 * depth - 44)
 
 
-@pytest.mark.parametrize("text", ["[" * 100_000, "{" * 100_000, '{"a":' * 50_000, "[" * 100_000 + "]" * 100_000])
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000, "{" * 100_000, '{"a":' * 50_000, "[" * 100_000 + "]" * 100_000]
+)
 def test_very_deep_input_never_raises(text: str) -> None:
     result = extract(text)
     assert result.found == ("]" in text)
@@ -287,7 +289,9 @@ _SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Hea
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 containers = st.one_of(
@@ -296,9 +300,13 @@ containers = st.one_of(
 )
 prose = st.text(alphabet=st.characters(blacklist_characters='{[`"\\'), max_size=40)
 # text rich in JSON structure, to shake the scanner
-jsonish = st.text(alphabet=st.sampled_from(list('{}[]"\\,: 01-.etrufalsnx\n\t`') + ["\x01", "é"]), max_size=60)
+jsonish = st.text(
+    alphabet=st.sampled_from(list('{}[]"\\,: 01-.etrufalsnx\n\t`') + ["\x01", "é"]), max_size=60
+)
 fragments = st.lists(
-    st.one_of(jsonish, json_values.map(json.dumps), prose, st.sampled_from(["```json\n", "\n```\n", "```\n"])),
+    st.one_of(
+        jsonish, json_values.map(json.dumps), prose, st.sampled_from(["```json\n", "\n```\n", "```\n"])
+    ),
     max_size=6,
 ).map("".join)
 any_text = st.one_of(st.text(max_size=80), jsonish, fragments)
@@ -382,7 +390,7 @@ ADVERSARIAL = {
     "open_braces": lambda n: "{" * n,
     "open_brackets": lambda n: "[" * n,
     "object_chain": lambda n: _repeat('{"a":', n),
-    "array_chain": lambda n: _repeat('[1,', n),
+    "array_chain": lambda n: _repeat("[1,", n),
     "quote_backslash_soup": lambda n: _soup('"\\{[ ', n),
     "json_soup": lambda n: _soup('{}[]":,1 \\', n),
     "unclosed_fences": lambda n: _repeat("```json\n{\n", n),
@@ -413,7 +421,15 @@ def test_extract_work_is_linear(kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "kind", ["open_brackets", "object_chain", "string_frames", "brace_in_string", "deep_failing_blocks", "mismatched"]
+    "kind",
+    [
+        "open_brackets",
+        "object_chain",
+        "string_frames",
+        "brace_in_string",
+        "deep_failing_blocks",
+        "mismatched",
+    ],
 )
 def test_iter_candidates_work_is_linear_when_nothing_parses(kind: str) -> None:
     make = ADVERSARIAL[kind]

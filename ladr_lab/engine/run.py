@@ -420,10 +420,13 @@ class Run:
         req = CallRequest(next(_ids), step.id, node, round_, messages, hints, self._model_for(step), self.depth)
         rid, comp = yield [req]
         assert rid == req.id
+        if isinstance(comp, BaseException):
+            # a failed call is not counted as made; the trace keeps what was asked and why it failed
+            self._emit({"type": "llm_error", "step": step.id, "node": node, "round": round_, "messages": messages,
+                        "error": f"{type(comp).__name__}: {comp}"})
+            raise comp
         with self._shared.lock:
             self._shared.llm_calls += 1
-        if isinstance(comp, BaseException):
-            raise comp
         self._cost += comp.cost or 0.0
         self._tokens[0] += comp.tokens_in or 0
         self._tokens[1] += comp.tokens_out or 0

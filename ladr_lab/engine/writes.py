@@ -43,19 +43,26 @@ def append_text(existing: str | None, new: str) -> str:
     return existing.rstrip("\n") + "\n\n" + new
 
 
+def _key_of(value: Any) -> Any:
+    # JSON scalars compare by type and value ("1" and 1 are different keys); others by canonical JSON.
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return (type(value).__name__, value)
+    return ("json", json.dumps(value, sort_keys=True))
+
+
 def merge_by_key(existing: list, items: list, key: str) -> tuple[list, list]:
     """Order kept, matching keys replaced in place, new keys appended; items without the key are returned apart."""
     merged = list(existing)
     where = {}
     for i, item in enumerate(merged):
         if isinstance(item, dict) and key in item:
-            where[json.dumps(item[key], sort_keys=True)] = i
+            where[_key_of(item[key])] = i
     skipped = []
     for item in items:
         if not isinstance(item, dict) or key not in item:
             skipped.append(item)
             continue
-        k = json.dumps(item[key], sort_keys=True)
+        k = _key_of(item[key])
         if k in where:
             merged[where[k]] = item
         else:

@@ -20,7 +20,7 @@ researcher, so every demo and notebook runs end to end without an API:
    the scoring files it revealed. When neither files nor subfolders help and nothing was found yet,
    it falls back, in this order of preference, to a metatag query (`name`: the schema's enum/const
    name, else "tags"; `contains`: the question word that best hits metatag values and paths, as a
-   stem so it matches as a substring), a glob `*word*`, or `similarTo` over the embedding metatag
+   stem so it matches as a substring), a glob `**/*word*`, or `similarTo` over the embedding metatag
    (only when the schema declares `similarTo`). Each candidate is tried in the wrapped
    `{"request": {...}}` and bare `{...}` shapes (wrapped first when the schema declares `request`),
    only with the modes the schema declares, and the first that `jsonschema` accepts is emitted alone
@@ -155,7 +155,7 @@ def _request(prompt: Prompt, schema: dict):
         word = _contains_word(prompt, q_list)
         for name in _metatag_names(schema):
             candidates.append({"metatag": {"name": name, "contains": word}})
-        candidates.append({"glob": f"*{word}*"})
+        candidates.append({"glob": f"**/*{word}*"})  # `**` reaches subfolders too
         if _declares_similar(schema):
             candidates.append({"metatag": {"name": "embedding", "similarTo": prompt.question[:500]}})
     return _first_valid(candidates, schema)

@@ -8,18 +8,18 @@ bookkeeping lives in its hidden `.ladr/` directory and its `.metatags.json`; nei
 from __future__ import annotations
 
 import errno
-import heapq
 import json
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ladr_lab.errors import PathRefused, SlateError
 from ladr_lab.slate.cache import DirNode, FileRec, ReadOnlyDict, Tree
-from ladr_lab.slate.embed import Embedder, l2_normalize, nonzero
+from ladr_lab.slate.embed import Embedder
 from ladr_lab.slate.globbing import compile_glob, walk_glob
 from ladr_lab.slate.locks import file_lock, fsync_dir, stripe_name, write_temp
 from ladr_lab.slate.metatags import (
@@ -32,11 +32,12 @@ from ladr_lab.slate.metatags import (
     iso_utc,
 )
 from ladr_lab.slate.paths import normalize_rel, read_regular_file, resolve_under
+from ladr_lab.slate.vectors import VectorCache
 
 if TYPE_CHECKING:
     from ladr_lab.slate.store import FolderSpec
 
-_EMBED_BATCH = 64
+_STALE_TMP_SECONDS = 3600
 
 
 def _json_copy(value: Any) -> Any:
@@ -76,7 +77,8 @@ class Folder:
         self._tmp = os.path.join(self._ladr, "tmp")
         self._locks = os.path.join(self._ladr, "locks")
         self._created = CreatedLog(os.path.join(self._ladr, "created.log"))
-        self._vectors: dict[str, tuple[int, int, list[float]]] = {}
+        self._vectors = VectorCache(embedder, self._read_listed)
+        self._swept = False
 
     def __repr__(self) -> str:
         return f"Folder({self.name!r}, {self._dir!r})"
@@ -202,7 +204,7 @@ class Folder:
             with self._lock:
                 return iso_utc(self._created_ns(norm, st.st_mtime_ns, fallback_created_ns(st)))
         if name == "embedding":
-            vec = self._vectors_for([(norm, st.st_size, st.st_mtime_ns)]).get(norm)
+            vec = self._vectors.vectors_for([(norm, st.st_size, st.st_mtime_ns)]).get(norm)
             return None if vec is None else list(vec)
         if name in ("index", "tree"):
             return None  # folder-level: see index() and tree()
@@ -236,7 +238,7 @@ class Folder:
         if name == "embedding":
             with self._lock:
                 listing = [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files()]
-            vecs = self._vectors_for(listing)
+            vecs = self._vectors.vectors_for(listing)
             return [{"file": rel, "value": list(vecs[rel])} for rel, _, _ in listing if rel in vecs]
         with self._lock:
             data = self._sidecar.load()
@@ -335,14 +337,14 @@ class Folder:
                 data = text.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise SlateError(f'cannot encode new contents of "{norm}" as UTF-8: {exc}') from exc
-            vector = self._embed_quietly(text)
+            vector = self._vectors.embed_quietly(text)
             self._ensure_dirs(dir_rel)
             mode = stat.S_IMODE(before.st_mode) if before is not None else None
             tmp = write_temp(self._tmp, data) if mode is None else write_temp(self._tmp, data, mode)
             with self._lock:
                 st = self._replace(tmp, target, dir_rel, name)
                 if vector is not None:
-                    self._vectors[norm] = (st.st_size, st.st_mtime_ns, vector)
+                    self._vectors.put(norm, st.st_size, st.st_mtime_ns, vector)
                 if before is None:
                     self._created.record(norm, st.st_mtime_ns)
                 elif self._created.get(norm) is None:
@@ -369,6 +371,9 @@ class Folder:
         return st
 
     def _ensure_infra(self) -> None:
+        if not self._swept:
+            self._swept = True
+            self._sweep_tmp()
         if os.path.isdir(self._tmp) and os.path.isdir(self._locks):
             return
         with self._lock:
@@ -382,6 +387,19 @@ class Folder:
                 os.makedirs(self._locks, exist_ok=True)
             except OSError as exc:
                 raise SlateError(f'cannot create folder "{self.name}" at {self._dir}: {exc}') from exc
+
+    def _sweep_tmp(self) -> None:
+        # A process killed between writing a temporary file and renaming it leaves the file behind;
+        # only old ones are removed, so another process's write in flight is never disturbed.
+        try:
+            with os.scandir(self._tmp) as it:
+                stale = [e.path for e in it
+                         if e.is_file(follow_symlinks=False)
+                         and time.time() - e.stat(follow_symlinks=False).st_mtime > _STALE_TMP_SECONDS]
+        except OSError:
+            return
+        for path in stale:
+            _unlink_quietly(path)
 
     def _ensure_dirs(self, dir_rel: str) -> None:
         if not dir_rel:
@@ -428,77 +446,14 @@ class Folder:
         return st
 
     # --- similarity -----------------------------------------------------------------------------
-    def _embed_quietly(self, text: str) -> list[float] | None:
-        embedder = self._embedder()
-        limit = getattr(embedder, "max_chars", None)
-        try:
-            return l2_normalize(embedder.embed([text[:limit] if limit else text])[0])
-        except Exception:  # a failing remote embedder must not lose the write; similar() retries
-            return None
-
-    def _vectors_for(self, listing: list[tuple[str, int, int]]) -> dict[str, list[float]]:
-        """Vectors for (rel, size, mtime_ns) triples, computing the missing ones in batches."""
-        out: dict[str, list[float]] = {}
-        missing: list[tuple[str, int, int]] = []
-        with self._lock:
-            for rel, size, mtime in listing:
-                hit = self._vectors.get(rel)
-                if hit is not None and hit[0] == size and hit[1] == mtime:
-                    out[rel] = hit[2]
-                else:
-                    missing.append((rel, size, mtime))
-        if not missing:
-            return out
-        embedder = self._embedder()
-        limit = getattr(embedder, "max_chars", None)
-        for start in range(0, len(missing), _EMBED_BATCH):
-            batch = []
-            for rel, size, mtime in missing[start : start + _EMBED_BATCH]:
-                text = self._read_listed(rel)
-                if text is not None:
-                    batch.append((rel, size, mtime, text[:limit] if limit else text))
-            if not batch:
-                continue
-            vecs = embedder.embed([b[3] for b in batch])
-            if len(vecs) != len(batch):
-                raise SlateError(f"embedder {embedder.name} returned {len(vecs)} vectors for {len(batch)} texts")
-            with self._lock:
-                for (rel, size, mtime, _), vec in zip(batch, vecs, strict=True):
-                    vec = l2_normalize(vec)
-                    self._vectors[rel] = (size, mtime, vec)
-                    out[rel] = vec
-        return out
-
     def similar(self, text: str, top_k: int = 5) -> list[tuple[str, float]]:
         """The files nearest to `text` by embedding cosine, best first (ties by path); files with no
         positive similarity are left out."""
         if top_k <= 0:
             return []
-        query = nonzero(l2_normalize(self._embedder().embed([text])[0]))
-        if not query:
-            return []
-        top = query[-1][0]
-        vecs: list[tuple[str, list[float]]] = []
-        missing: list[tuple[str, int, int]] = []
         with self._lock:
-            vectors = self._vectors
-            for rel, rec in self._tree.iter_files(sort=False):
-                hit = vectors.get(rel)
-                if hit is not None and hit[0] == rec.size and hit[1] == rec.mtime_ns:
-                    vecs.append((rel, hit[2]))
-                else:
-                    missing.append((rel, rec.size, rec.mtime_ns))
-        vecs.extend(self._vectors_for(missing).items())
-        scored: list[tuple[float, str]] = []
-        for rel, vec in vecs:
-            if len(vec) <= top:
-                continue  # a vector from an embedder of another size
-            s = 0.0
-            for i, q in query:
-                s += q * vec[i]
-            if s > 1e-12:
-                scored.append((-s, rel))
-        return [(rel, -neg) for neg, rel in heapq.nsmallest(top_k, scored)]
+            listing = [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files(sort=False)]
+        return self._vectors.rank(text, listing, top_k)
 
     def refresh(self) -> None:
         """Drop every cache (listing, metatags, created times, vectors); the next read rescans."""

@@ -50,3 +50,15 @@ def kstore(kroot: Path) -> SlateStore:
 def kdocs(kstore: SlateStore):
     """The sample slate's docs folder."""
     return kstore.slate("Knowledge").folder("docs")
+
+
+@pytest.fixture(scope="module")
+def ref_docs(tmp_path_factory):
+    """A module-wide docs folder (the sample plus two deeper files) for read-only property tests."""
+    if not SAMPLE.is_dir():
+        pytest.skip("conformance sample slate not available")
+    root = copy_writable(SAMPLE, tmp_path_factory.mktemp("ref") / "K")
+    folder = SlateStore().bind("K", root, [FolderSpec("docs")]).folder("docs")
+    folder.write_text("notes/deep/nested.md", "n")
+    folder.write_text("research/notes/r.txt", "r")
+    return folder

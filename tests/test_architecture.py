@@ -1,0 +1,122 @@
+"""The house rules that hold without anyone policing them: layers only look down, heavy imports stay lazy,
+`__all__` is sorted and complete, every public name has a docstring."""
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "ladr_lab"
+
+# module (first component below ladr_lab) -> layer; a module may import only its own layer or lower ones
+LAYERS = {
+    "errors": 0,
+    "jsonx": 1, "slate": 1,
+    "config": 2, "models": 2, "trace": 2,
+    "engine": 3, "cost": 3, "runfiles": 3, "replay": 3, "search": 3,
+    "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
+}
+HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema")
+HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}}
+
+
+def _modules():
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        yield rel, ast.parse(path.read_text(), filename=str(path))
+
+
+def _top(rel: Path) -> str:
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imports(rel: Path, tree: ast.AST):
+    """(imported ladr_lab top-level module or external package, is_module_level) for every import."""
+    depth = len(rel.parts) - 1
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(rel.parts[:-1])[: max(0, depth - (node.level - 1))]
+                parts = base + (node.module.split(".") if node.module else [])
+                target = parts[0] if parts else None
+                if target is None and node.names:
+                    target = node.names[0].name
+                yield ("ladr_lab", target), node
+            elif node.module and node.module.split(".")[0] == "ladr_lab":
+                parts = node.module.split(".")
+                yield ("ladr_lab", parts[1] if len(parts) > 1 else node.names[0].name), node
+            elif node.module:
+                yield ("ext", node.module.split(".")[0]), node
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                yield (("ladr_lab", parts[1]) if parts[0] == "ladr_lab" and len(parts) > 1 else ("ext", parts[0])), node
+
+
+def _module_level(tree: ast.Module) -> set[int]:
+    ids = set()
+    for stmt in tree.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            ids.add(id(stmt))
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            for node in ast.walk(stmt):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    ids.add(id(node))
+    return ids
+
+
+def test_layers_only_look_down():
+    problems = []
+    for rel, tree in _modules():
+        me = _top(rel)
+        assert me in LAYERS, f"{rel}: add its package to LAYERS"
+        for (kind, target), node in _imports(rel, tree):
+            if kind != "ladr_lab" or target == me or target is None:
+                continue
+            if target in LAYERS and LAYERS[target] > LAYERS[me]:
+                problems.append(f"{rel}:{node.lineno} imports {target} (layer {LAYERS[target]}) from layer {LAYERS[me]}")
+    assert problems == []
+
+
+def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
+    problems = []
+    for rel, tree in _modules():
+        top_level = _module_level(tree)
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ext" and target in HEAVY:
+                if id(node) in top_level:
+                    problems.append(f"{rel}:{node.lineno} imports {target} at module level")
+                owners = HEAVY_ALLOWED.get(target)
+                if owners is not None and _top(rel) not in owners:
+                    problems.append(f"{rel}:{node.lineno} imports {target}; only {owners} may")
+    assert problems == []
+
+
+def test_import_ladr_lab_loads_no_heavy_package():
+    code = "import sys, ladr_lab; print(','.join(m for m in %r if m in sys.modules))" % (HEAVY,)
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models",
+                                  "ladr_lab.slate", "ladr_lab.runfiles"])
+def test_all_is_sorted_complete_and_documented(name):
+    mod = importlib.import_module(name)
+    names = list(mod.__all__)
+    assert names == sorted(names), f"{name}.__all__ is not sorted"
+    public = {k for k, v in vars(mod).items() if not k.startswith("_") and not isinstance(v, type(sys))
+              and getattr(v, "__module__", "").startswith("ladr_lab")}
+    assert public <= set(names), f"{name} exports {public - set(names)} without listing them"
+    for n in names:
+        obj = getattr(mod, n)
+        if callable(obj):
+            assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
