@@ -430,7 +430,7 @@ def profile_runs(libs, ladder, slate: dict, runs: int = 3, top: int = 25) -> str
 def machine_info() -> dict:
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.rstrip("\n")
         except Exception:
             return None
     dirty = git("status", "--porcelain", "--", "ladr_lab")

@@ -81,6 +81,7 @@ def stress(slate_dir: Path, nodes: int = 16, writes: int = 200, kill_after: int 
             break
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
+    child.stdout.close()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0

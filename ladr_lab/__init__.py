@@ -12,8 +12,17 @@ from .config import Ladder, iter_problems, load_ladder, load_ladder_text
 from .cost import cost_report
 from .engine import FORCED_FINAL_LINE, CallRequest, Run, RunResult, run_ladder
 from .errors import (
-    BudgetExhausted, ConfigError, ConfigErrors, LadrError, ModelError, NodeDependencyError, PathRefused, RunError,
-    ScriptExhausted, SlateError, SourceResolutionError,
+    BudgetExhausted,
+    ConfigError,
+    ConfigErrors,
+    LadrError,
+    ModelError,
+    NodeDependencyError,
+    PathRefused,
+    RunError,
+    ScriptExhausted,
+    SlateError,
+    SourceResolutionError,
 )
 from .jsonx import NO_JSON, extract, extract_json
 from .models import Completion, LiteLLMModel, Model, OfflineModel, ReplayModel, ScriptedModel, get_model
@@ -22,10 +31,40 @@ from .trace import Trace, load_trace
 
 __version__ = "0.1.0"
 
-__all__ = sorted([
-    "BudgetExhausted", "CallRequest", "Completion", "ConfigError", "ConfigErrors", "FORCED_FINAL_LINE", "FolderSpec",
-    "Ladder", "LadrError", "LiteLLMModel", "Model", "ModelError", "NO_JSON", "NodeDependencyError", "OfflineModel",
-    "PathRefused", "ReplayModel", "Run", "RunError", "RunResult", "ScriptExhausted", "ScriptedModel", "SlateError",
-    "SlateStore", "SourceResolutionError", "Trace", "cost_report", "extract", "extract_json", "get_model",
-    "iter_problems", "load_ladder", "load_ladder_text", "load_trace", "run_ladder",
-])
+__all__ = [
+    "BudgetExhausted",
+    "CallRequest",
+    "Completion",
+    "ConfigError",
+    "ConfigErrors",
+    "FORCED_FINAL_LINE",
+    "FolderSpec",
+    "Ladder",
+    "LadrError",
+    "LiteLLMModel",
+    "Model",
+    "ModelError",
+    "NO_JSON",
+    "NodeDependencyError",
+    "OfflineModel",
+    "PathRefused",
+    "ReplayModel",
+    "Run",
+    "RunError",
+    "RunResult",
+    "ScriptExhausted",
+    "ScriptedModel",
+    "SlateError",
+    "SlateStore",
+    "SourceResolutionError",
+    "Trace",
+    "cost_report",
+    "extract",
+    "extract_json",
+    "get_model",
+    "iter_problems",
+    "load_ladder",
+    "load_ladder_text",
+    "load_trace",
+    "run_ladder",
+]

@@ -8,7 +8,7 @@ step executions (a loop with no maxSteps is unbounded).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from .config.model import Ladder, Step
 
@@ -95,7 +95,7 @@ def ladder_worst(ladder: Ladder, depth: int = 0) -> float:
     if max_steps is not None:
         horizon = min(horizon, max_steps)
 
-    @lru_cache(maxsize=None)
+    @cache
     def best(k: int, i: int) -> float:
         if i >= len(steps) or k == 0:
             return 0

@@ -101,7 +101,7 @@ def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
 
 
 def test_import_ladr_lab_loads_no_heavy_package():
-    code = "import sys, ladr_lab; print(','.join(m for m in %r if m in sys.modules))" % (HEAVY,)
+    code = f"import sys, ladr_lab; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == ""

@@ -1,11 +1,37 @@
 """Ladder documents: loading, validation and the frozen models the engine runs."""
 from .loader import iter_problems, load_ladder, load_ladder_text, suggest
 from .model import (
-    Action, Budget, CallSpec, FieldSpec, Gate, Ladder, Retrieve, SlateDecl, SlateWrite, Source, Step, Target,
+    Action,
+    Budget,
+    CallSpec,
+    FieldSpec,
+    Gate,
+    Ladder,
+    Retrieve,
+    SlateDecl,
+    SlateWrite,
+    Source,
+    Step,
+    Target,
     WriteSpec,
 )
 
-__all__ = sorted([
-    "Action", "Budget", "CallSpec", "FieldSpec", "Gate", "Ladder", "Retrieve", "SlateDecl", "SlateWrite",
-    "Source", "Step", "Target", "WriteSpec", "iter_problems", "load_ladder", "load_ladder_text", "suggest",
-])
+__all__ = [
+    "Action",
+    "Budget",
+    "CallSpec",
+    "FieldSpec",
+    "Gate",
+    "Ladder",
+    "Retrieve",
+    "SlateDecl",
+    "SlateWrite",
+    "Source",
+    "Step",
+    "Target",
+    "WriteSpec",
+    "iter_problems",
+    "load_ladder",
+    "load_ladder_text",
+    "suggest",
+]

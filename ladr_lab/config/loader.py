@@ -10,8 +10,25 @@ from typing import Any
 from ..errors import ConfigError, ConfigErrors
 from ..slate import FolderSpec
 from .model import (
-    FIELD_TYPES, METATAG_TYPES, NODE_REFS, STEP_TYPES, SYSTEM_METATAGS, WRITE_POLICIES, Action, Budget,
-    CallSpec, FieldSpec, Gate, Ladder, Retrieve, SlateDecl, SlateWrite, Source, Step, Target, WriteSpec,
+    FIELD_TYPES,
+    METATAG_TYPES,
+    NODE_REFS,
+    STEP_TYPES,
+    SYSTEM_METATAGS,
+    WRITE_POLICIES,
+    Action,
+    Budget,
+    CallSpec,
+    FieldSpec,
+    Gate,
+    Ladder,
+    Retrieve,
+    SlateDecl,
+    SlateWrite,
+    Source,
+    Step,
+    Target,
+    WriteSpec,
 )
 from .yamlpos import Positions, load_yaml
 

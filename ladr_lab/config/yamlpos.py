@@ -19,7 +19,6 @@ class Positions:
 
     def of(self, path: tuple, *, key: bool = False) -> tuple[int, int] | None:
         """The position of `path`, or of its nearest ancestor that has one."""
-        table = self.keys if key else self.values
         p = tuple(path)
         while True:
             if key and p in self.keys:
@@ -29,7 +28,6 @@ class Positions:
             if not p:
                 return None
             p = p[:-1]
-            table = self.values
 
 
 def _mark(node: yaml.Node) -> tuple[int, int]:

@@ -29,12 +29,22 @@ def render_block(as_: str, k: int, entries: list[dict]) -> str:
     return f"{as_} {k}:\n{body}"
 
 
-def assemble_messages(system_prompt: str, fields: list[tuple[str, Any]], as_: str | None = None,
-                      retrieved: list[list[dict]] = (), forced_final: bool = False) -> list[dict]:
-    """The exact messages of one model call."""
-    parts = [f"{name}:\n{render_value(value)}" for name, value in fields]
-    for k, entries in enumerate(retrieved, start=1):
-        parts.append(render_block(as_ or "Retrieved", k, entries))
+def render_field(name: str, value: Any) -> str:
+    """One field as it appears in the user message: `Name:` then its value."""
+    return f"{name}:\n{render_value(value)}"
+
+
+def assemble_blocks(system_prompt: str, blocks: list[str], forced_final: bool = False) -> list[dict]:
+    """The exact messages from already rendered field and retrieved blocks (the engine renders each once)."""
+    parts = list(blocks)
     if forced_final:
         parts.append(FORCED_FINAL_LINE)
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def assemble_messages(system_prompt: str, fields: list[tuple[str, Any]], as_: str | None = None,
+                      retrieved: list[list[dict]] = (), forced_final: bool = False) -> list[dict]:
+    """The exact messages of one model call."""
+    blocks = [render_field(name, value) for name, value in fields]
+    blocks += [render_block(as_ or "Retrieved", k, entries) for k, entries in enumerate(retrieved, start=1)]
+    return assemble_blocks(system_prompt, blocks, forced_final)

@@ -20,12 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Action, Ladder, Step
-from ..errors import BudgetExhausted, LadrError, ModelError, NodeDependencyError, RunError, SourceResolutionError
+from ..errors import (
+    BudgetExhausted,
+    LadrError,
+    ModelError,
+    NodeDependencyError,
+    RunError,
+    SourceResolutionError,
+)
 from ..jsonx import extract
 from ..models import Completion, Model, get_model
 from ..slate import SlateStore
 from ..trace import Trace
-from .prompt import assemble_messages
+from .prompt import assemble_blocks, render_block, render_field
 from .retrieve import fetch, judge, schema_problem
 from .sources import NodeCtx, NodeOut, StepResult, join_survivors, resolve_field, resolve_source
 from .writes import schema_matched_value, write_value
@@ -435,7 +442,9 @@ class Run:
     def _node(self, step: Step, node: int, own: StepResult) -> Generator:
         """One node: fields, the retrieve rounds, then the gate and the writes; returns (NodeOut, Action)."""
         ctx = NodeCtx(step.id, node, step.nodes, own=own)
-        fields = [(f.name, resolve_field(f, ctx, self.state, self.store, self.ladder.knobs)) for f in step.fields]
+        # each field and each round's retrieved block is rendered once; later rounds reuse the text
+        blocks = [render_field(f.name, resolve_field(f, ctx, self.state, self.store, self.ladder.knobs))
+                  for f in step.fields]
         r = step.retrieve
         folder = self.store.slate(r.slate).folder(r.folder) if r else None
         retrieved: list[list[dict]] = []
@@ -446,7 +455,7 @@ class Run:
         while True:
             round_ += 1
             forced = r is not None and round_ > r.max_rounds
-            messages = assemble_messages(step.system_prompt, fields, r.as_ if r else None, retrieved, forced)
+            messages = assemble_blocks(step.system_prompt, blocks, forced)
             hints = {"step": step.id, "node": node, "nodes": step.nodes, "round": round_, "forced_final": forced,
                      "request_match": r.request_match if r and not forced else None,
                      "retrieve_as": r.as_ if r else None, "output_schema": out_schema,
@@ -471,6 +480,7 @@ class Run:
                 break
             entries = fetch(folder, verdict.request, seen, verdict.top_k)
             retrieved.append(entries)
+            blocks.append(render_block(r.as_, len(retrieved), entries))
             ev.update(request_match="retrieval", reason=verdict.reason, request=verdict.request, top_k=verdict.top_k,
                       fetched=[{k: v for k, v in e.items() if k != "content"} for e in entries])
             self._emit(ev)

@@ -7,6 +7,7 @@
 - get_model — name → Model
 """
 from ladr_lab.models.base import Completion, Model, estimate_tokens
+from ladr_lab.models.embedding import LiteLLMEmbedder
 from ladr_lab.models.litellm_model import LiteLLMModel
 from ladr_lab.models.offline import OfflineModel
 from ladr_lab.models.registry import get_model
@@ -15,6 +16,7 @@ from ladr_lab.models.scripted import ScriptedModel
 
 __all__ = [
     "Completion",
+    "LiteLLMEmbedder",
     "LiteLLMModel",
     "Model",
     "OfflineModel",

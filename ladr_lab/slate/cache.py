@@ -103,9 +103,11 @@ class DirNode:
         _set(self.entry, "files", count)
 
 
-def _stat_dir(path: str) -> os.stat_result | None:
+def _stat_dir(path: str, follow: bool = True) -> os.stat_result | None:
+    """The directory's stat, or None if it is gone or not a directory. Only the folder itself may
+    be reached through a link: below it, a directory swapped for a link is treated as gone."""
     try:
-        st = os.stat(path)
+        st = os.stat(path, follow_symlinks=follow)
     except OSError:
         return None
     return st if stat.S_ISDIR(st.st_mode) else None
@@ -176,11 +178,14 @@ class Tree:
         stack = [node]
         while stack:
             cur = stack.pop()
-            st = _stat_dir(cur.path)
+            st = _stat_dir(cur.path, follow=cur.parent is None)
             level = self._read_level(cur, base_real) if st is not None else None
             if level is None:
                 if cur is node:
                     return False
+                parent = cur.parent  # unreadable or vanished: not listed at all
+                if parent is not None and parent.dirs.pop(cur.name, None) is cur:
+                    parent.dnames.remove(cur.name)
                 continue
             cur.mtime_ns = st.st_mtime_ns  # taken before the listing, so a racing change rescans
             cur.files, subdirs = level
@@ -232,7 +237,7 @@ class Tree:
 
     def fresh(self, node: DirNode) -> DirNode | None:
         """Revalidate one node against its directory's mtime; rescan its level if it moved."""
-        st = _stat_dir(node.path)
+        st = _stat_dir(node.path, follow=node.parent is None)
         if st is None:
             self._drop(node)
             return None

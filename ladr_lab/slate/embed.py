@@ -7,11 +7,11 @@ sentence-transformers (`st:MODEL`) or litellm (`litellm:MODEL`), each imported o
 from __future__ import annotations
 
 import math
-import os
 import re
 import zlib
 from collections import Counter
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from ladr_lab.errors import SlateError
 
@@ -138,44 +138,12 @@ class SentenceTransformerEmbedder:
         return [[float(x) for x in row] for row in out]
 
 
-class LiteLLMEmbedder:
-    """An embedding model reached through litellm.embedding (any provider litellm knows)."""
-
-    def __init__(self, model: str) -> None:
-        # Set before the import: otherwise litellm fetches its cost map from the network on import.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        try:
-            import litellm
-        except ImportError as exc:
-            raise SlateError(f'embedder "litellm:{model}" needs the litellm package: {exc}') from exc
-        self._litellm = litellm
-        self.model = model
-        self.name = f"litellm:{model}"
-        self.dim = 0  # known after the first call
-        self.max_chars = 8_000
-
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """Embed texts through litellm, normalised to unit length."""
-        if not texts:
-            return []
-        try:
-            resp = self._litellm.embedding(model=self.model, input=list(texts))
-        except Exception as exc:
-            raise SlateError(f"{self.name} failed to embed: {exc}") from exc
-        data = resp["data"] if isinstance(resp, dict) else getattr(resp, "data", None)
-        if data is None or len(data) != len(texts):
-            got = 0 if data is None else len(data)
-            raise SlateError(f"{self.name} returned {got} vectors for {len(texts)} texts")
-        vecs = [l2_normalize([float(x) for x in _item_vector(item)]) for item in data]
-        if vecs and not self.dim:
-            self.dim = len(vecs[0])
-        return vecs
+_FACTORIES: dict[str, Callable[[str], Embedder]] = {}
 
 
-def _item_vector(item: Any) -> list:
-    if isinstance(item, dict):
-        return item["embedding"]
-    return item.embedding
+def register_embedder(prefix: str, factory: Callable[[str], Embedder]) -> None:
+    """Make `get_embedder("PREFIX:MODEL")` build its embedder with `factory(MODEL)` (higher layers plug in here)."""
+    _FACTORIES[prefix] = factory
 
 
 def get_embedder(name: str | None) -> Embedder:
@@ -193,8 +161,11 @@ def get_embedder(name: str | None) -> Embedder:
         return SentenceTransformerEmbedder(name[3:])
     if name.startswith("sentence-transformers/"):
         return SentenceTransformerEmbedder(name)
-    if name.startswith("litellm:"):
-        return LiteLLMEmbedder(name[len("litellm:"):])
+    prefix, _, model = name.partition(":")
+    if model and prefix in _FACTORIES:
+        return _FACTORIES[prefix](model)
+    if prefix == "litellm":
+        raise SlateError(f'embedder "{name}" needs ladr_lab.models (import ladr_lab) to reach litellm')
     raise SlateError(
         f'unknown embedder "{name}" (use "hashing", "st:MODEL", "sentence-transformers/MODEL" '
         f'or "litellm:MODEL")'

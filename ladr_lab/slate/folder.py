@@ -337,7 +337,7 @@ class Folder:
                 data = text.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise SlateError(f'cannot encode new contents of "{norm}" as UTF-8: {exc}') from exc
-            vector = self._vectors.embed_quietly(text)
+            vector = self._vectors.embed_quietly(text) if self._vectors.active else None
             self._ensure_dirs(dir_rel)
             mode = stat.S_IMODE(before.st_mode) if before is not None else None
             tmp = write_temp(self._tmp, data) if mode is None else write_temp(self._tmp, data, mode)

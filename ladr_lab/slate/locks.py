@@ -51,19 +51,34 @@ def _thread_lock(path: str) -> threading.Lock:
         return lock
 
 
+_held = threading.local()
+
+
 @contextmanager
 def file_lock(lock_path: str) -> Iterator[None]:
-    """Hold the lock at `lock_path` exclusively (threads of this process and other processes)."""
+    """Hold the lock at `lock_path` exclusively (threads of this process and other processes).
+
+    Re-entrant per thread: an update function that writes another file sharing the stripe (or the
+    same file) proceeds instead of deadlocking on a lock its own thread holds.
+    """
+    held: set[str] = _held.__dict__.setdefault("paths", set())
+    if lock_path in held:
+        yield
+        return
     with _thread_lock(lock_path):
-        if fcntl is None:  # pragma: no cover
-            yield
-            return
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        held.add(lock_path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            if fcntl is None:  # pragma: no cover
+                yield
+                return
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing the descriptor releases the flock
         finally:
-            os.close(fd)  # closing the descriptor releases the flock
+            held.discard(lock_path)
 
 
 def _default_mode() -> int:

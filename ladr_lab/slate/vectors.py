@@ -1,8 +1,12 @@
 """The `embedding` system metatag of one folder: vectors cached per file, and nearest-file ranking.
 
 A vector is kept with the (size, mtime_ns) of the file it was computed from and is reused only
-while both still match. The store computes a file's vector when it writes the file ("kept current
-on every write"); any other file is embedded lazily, in batches, the first time it is needed.
+while both still match, so a vector handed out always describes the file's current contents.
+Files are embedded lazily, in batches, the first time a vector is needed. Once a folder's vectors
+are in use (`active`), every write through the store recomputes the written file's vector at write
+time ("kept current on every write"), so similarity queries stay cheap; a folder nobody has asked
+for similarity is not charged an embedding per write (for a large JSON file rewritten by
+mergeByKey that would double the cost of each write).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ class VectorCache:
         self._read = read
         self._lock = threading.Lock()
         self._vectors: dict[str, tuple[int, int, list[float]]] = {}
+        self.active = False
 
     def _clip(self, embedder: Embedder, text: str) -> str:
         limit = getattr(embedder, "max_chars", None)
@@ -44,6 +49,7 @@ class VectorCache:
 
     def vectors_for(self, listing: list[tuple[str, int, int]]) -> dict[str, list[float]]:
         """Vectors for (rel, size, mtime_ns) triples, embedding the missing ones in batches."""
+        self.active = True
         out: dict[str, list[float]] = {}
         missing: list[tuple[str, int, int]] = []
         with self._lock:
@@ -97,6 +103,6 @@ class VectorCache:
         return [(rel, -neg) for neg, rel in heapq.nsmallest(top_k, scored)]
 
     def clear(self) -> None:
-        """Forget every vector."""
+        """Forget every vector (the folder stays active if it was)."""
         with self._lock:
             self._vectors.clear()

@@ -14,7 +14,6 @@ from ladr_lab.errors import SlateError
 from ladr_lab.slate import (
     FolderSpec,
     HashingEmbedder,
-    LiteLLMEmbedder,
     SentenceTransformerEmbedder,
     SlateStore,
     get_embedder,
@@ -97,6 +96,8 @@ def test_litellm_missing_is_a_clear_error(monkeypatch):
 
 
 def test_litellm_through_a_fake_module(monkeypatch):
+    from ladr_lab.models import LiteLLMEmbedder
+
     calls = []
     fake = types.ModuleType("litellm")
 
@@ -167,3 +168,51 @@ def test_store_uses_a_custom_embedder(kroot):
     ranked = folder.similar("anything", top_k=100)
     assert [r for r, _ in ranked] == folder.files()
     assert SlateStore(embedder="hashing:64").embedder.dim == 64
+
+
+class CountingEmbedder(HashingEmbedder):
+    """Records every text it embeds."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts):
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_vectors_are_computed_at_write_time_once_similarity_is_in_use(tmp_path):
+    emb = CountingEmbedder()
+    folder = SlateStore(embedder=emb).bind("S", tmp_path, [FolderSpec("f")]).folder("f")
+    folder.write_text("cold.md", "written before anyone asked for similarity")
+    assert emb.seen == []  # a folder nobody queries is not charged an embedding per write
+    folder.similar("similarity")
+    assert "written before anyone asked for similarity" in emb.seen
+    emb.seen.clear()
+    folder.write_text("warm.md", "orchids and tulips")
+    assert emb.seen == ["orchids and tulips"]  # kept current by the write itself
+    emb.seen.clear()
+    assert folder.similar("tulips")[0][0] == "warm.md"
+    assert emb.seen == ["tulips"]  # only the query: every file's vector was current
+    assert folder.get_metatag("warm.md", "embedding") == HashingEmbedder().embed_one("orchids and tulips")
+
+
+def test_failing_embedder_does_not_lose_a_write(tmp_path):
+    class Flaky(HashingEmbedder):
+        fail = False
+
+        def embed(self, texts):
+            if self.fail:
+                raise SlateError("embedding service down")
+            return super().embed(texts)
+
+    emb = Flaky()
+    folder = SlateStore(embedder=emb).bind("S", tmp_path, [FolderSpec("f")]).folder("f")
+    folder.write_text("a.md", "alpha")
+    folder.similar("alpha")
+    emb.fail = True
+    folder.write_text("a.md", "beta gamma")
+    assert folder.read_text("a.md") == "beta gamma"
+    emb.fail = False
+    assert folder.similar("gamma")[0][0] == "a.md"

@@ -291,3 +291,21 @@ def test_stale_temporary_files_are_swept(tmp_path):
     again.write_text("b.md", "b")
     assert not old.exists() and fresh.exists()
     assert again.files() == ["a.md", "b.md"]
+
+
+def test_unreadable_subfolder_is_left_out(kdocs, kroot, monkeypatch):
+    locked = kroot / "docs" / "locked"
+    locked.mkdir()
+    (locked / "x.md").write_text("x")
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # a chmod 0 directory, even when tests run as root
+    kdocs.refresh()
+    assert not [e for e in kdocs.index() if e["name"] == "locked/"]
+    assert kdocs.files() == ALL_FILES
+    assert kdocs.glob("locked/*") == []

@@ -193,3 +193,31 @@ def test_folder_created_on_first_write_in_missing_slate_root(tmp_path):
     folder.write_text("x.md", "hi")
     assert (root / "docs" / "x.md").read_text() == "hi"
     assert folder.files() == ["x.md"]
+
+
+def test_update_function_may_write_another_file(tmp_path):
+    folder = make_folder(tmp_path)
+
+    def fn(old):
+        for i in range(70):  # 70 files cover every lock stripe, including this file's own
+            folder.write_text(f"side/{i}.md", "s")
+        return "main"
+
+    assert folder.update_text("main.md", fn) == "main"
+    assert len(folder.glob("side/*.md")) == 70
+
+
+def test_subdirectory_swapped_for_a_link_disappears_from_listings(kdocs, kroot, tmp_path):
+    assert "notes/calculus.md" in kdocs.files()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "leak.md").write_text("outside")
+    notes = kroot / "docs" / "notes"
+    for p in notes.iterdir():
+        p.unlink()
+    notes.rmdir()
+    os.symlink(outside, notes)
+    files = kdocs.files()
+    assert not [f for f in files if f.startswith("notes")]
+    assert kdocs.glob("**/leak.md") == []
+    assert kdocs.read_text("notes/leak.md") is None
