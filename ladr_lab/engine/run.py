@@ -241,7 +241,8 @@ class Run:
         return self.trace.events[mark:]
 
     def run_step(self) -> list[dict]:
-        """Advance until the step now executing has ended; return the events produced."""
+        """Advance until the step now executing has ended; return the events produced (they end with the
+        next step's `step_start` when the run goes on, since the run then waits at that step's first call)."""
         mark = len(self.trace.events)
         self._start()
         while not self.done:

@@ -1,0 +1,141 @@
+"""The public run API around the loop: run_step, field types, the trace tables and files, replay, cost."""
+from __future__ import annotations
+
+import json
+
+from ladr_lab import cost_report, load_trace
+from ladr_lab.engine import Run
+from ladr_lab.models import ReplayModel, ScriptedModel
+
+
+def test_run_step_finishes_exactly_one_step(ladder, slates):
+    lad = ladder("""
+        - id: a
+          nodes: 2
+        - id: b
+        """)
+    run = Run(lad, model=ScriptedModel({"a": ["x", "y"], "b": ["z"]}), slates=slates)
+    first = run.run_step()
+    assert [e["step"] for e in first if e["type"] == "llm_call"] == ["a", "a"]
+    ends = [e for e in first if e["type"] == "step_end"]
+    assert [e["step"] for e in ends] == ["a"] and not run.done
+    assert run.pending[0].step == "b"      # the run now waits at b's first call
+    second = run.run_step()
+    assert [e["type"] for e in second][-1] == "run_end" and run.done and run.output == "z"
+
+
+def test_knob_json_text_value_and_node_info_fields(ladder, slates):
+    lad = ladder("""
+        - id: s
+          nodes: 2
+          fields:
+            - { name: Count, type: knob, knob: n }
+            - { name: Format, type: json, value: { answer: string, sources: [path] } }
+            - { name: Fixed, type: text, value: "Be brief, {{knobs.who}}." }
+            - { name: Me, type: nodeInfo }
+        """, head="name: t\nknobs: { n: 7, who: Ann }\n")
+    run = Run(lad, model=ScriptedModel(lambda m, **h: "ok"), slates=slates)
+    run.run()
+    prompt = run.trace.calls("s", 2)[0]["messages"][1]["content"]
+    assert prompt == ('Count:\n7\n\nFormat:\n{\n  "answer": "string",\n  "sources": [\n    "path"\n  ]\n}\n\n'
+                      'Fixed:\nBe brief, Ann.\n\nMe:\n{\n  "node": 2,\n  "nodes": 2\n}')
+
+
+def test_trace_tables_and_jsonl_round_trip(ladder, slates, tmp_path):
+    lad = ladder("""
+        - id: research
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 2
+            requestMatch: { type: object, required: [files] }
+        """)
+    out = tmp_path / "t.jsonl"
+    run = Run(lad, model=ScriptedModel({"research": ['{"files": ["core.md", "nope.md"]}', "done"]}),
+              slates=slates, trace_out=out)
+    run.run()
+    calls = run.trace.to_dataframe("calls")
+    assert list(calls["request_match"]) == ["retrieval", "final"] and list(calls["fetched"]) == [2, 0]
+    fetches = run.trace.to_dataframe("fetches")
+    assert list(fetches["status"]) == ["fetched", "not_found"] and list(fetches["path"]) == ["core.md", "nope.md"]
+    back = load_trace(out)
+    assert [e["type"] for e in back] == [e["type"] for e in run.trace]
+    assert back.calls()[0]["messages"] == run.trace.calls()[0]["messages"]
+
+
+def test_replay_reproduces_a_run_and_reports_the_first_divergence(ladder, slates, tmp_path):
+    lad = ladder("""
+        - id: research
+          fields: [{ name: Q, type: text, from: input.context }]
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 2
+            requestMatch: { type: object, required: [files] }
+        """)
+    out = tmp_path / "t.jsonl"
+    Run(lad, model=ScriptedModel({"research": ['{"files": ["core.md"]}', "done"]}), slates=slates, input="q",
+        trace_out=out).run()
+    same = ReplayModel(out)
+    r1 = Run(lad, model=same, slates=slates, input="q")
+    assert r1.run().output == "done" and same.divergence is None
+    other = ReplayModel(out)
+    r2 = Run(lad, model=other, slates=slates, input="a different question")
+    assert r2.run().output == "done"
+    assert other.divergence is not None and other.divergence["step"] == "research" and other.divergence["round"] == 1
+
+
+def test_cost_report_counts_rounds_nodes_loops_groups_and_calls(ladder):
+    lad = ladder("""
+        - id: fan
+          nodes: 3
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 2
+            requestMatch: { type: object }
+        - id: g
+          type: group
+          steps: [{ id: a }, { id: b, nodes: 2 }]
+        - id: check
+          if: { equals: OK, then: continue, else: { jump: { stepId: fan } } }
+        """, head="name: t\nexecutionBudget: { maxSteps: 7, maxLlmCalls: 20 }\n")
+    rep = cost_report(lad)
+    assert [(s, c) for s, c, _ in rep.per_step] == [("fan", 9), ("g", 3), ("check", 1)]
+    # 7 step executions: fan g check fan g check fan → 9+3+1+9+3+1+9
+    assert rep.worst == 35 and rep.loops and rep.exceeds_budget
+    assert "warning: the worst case (35) exceeds executionBudget.maxLlmCalls (20)" in rep.format()
+    rec = ladder("""
+        - id: w
+        - id: deeper
+          type: call
+          call: { ladder: self, maxDepth: 2 }
+        """)
+    # depth 0: w + deeper(depth 1: w + deeper(depth 2: w + nothing)) = 3
+    assert cost_report(rec).worst == 3
+    unbounded = ladder("""
+        - id: x
+          if: { equals: A, then: continue, else: { jump: { stepId: x } } }
+        """)
+    assert cost_report(unbounded).worst == float("inf") and "unbounded" in cost_report(unbounded).format()
+
+
+def test_trace_events_have_the_contract_fields(ladder, slates):
+    lad = ladder("""
+        - id: s
+          slateWrite: { to: { slate: Memory, folder: facts, file: core.md }, on: append, match: { type: object } }
+          if: { equals: x, then: continue, else: continue }
+        """)
+    run = Run(lad, model=ScriptedModel({"s": ['{"a": 1}']}), slates=slates)
+    run.run()
+    call = run.trace.calls()[0]
+    for key in ("step", "node", "round", "messages", "output", "forced_final", "request_match"):
+        assert key in call
+    assert call["request_match"] is None and call["forced_final"] is False
+    (write,) = run.trace.writes()
+    assert {k: write[k] for k in ("step", "node", "target", "policy", "status")} == {
+        "step": "s", "node": 1, "target": "Memory/facts/core.md", "policy": "append", "status": "written"}
+    assert run.trace.of_type("gate")[0]["branch"] == "else"
+    end = run.trace.events[-1]
+    assert end["type"] == "run_end" and end["status"] == "completed" and end["output"] == '{"a": 1}'
+    assert json.loads((slates["Memory"] / "facts/core.md").read_text().split("\n\n")[1]) == {"a": 1}
