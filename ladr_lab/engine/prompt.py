@@ -9,7 +9,7 @@ STATUS_TEXT = {"not_found": "(not found)", "already_in_context": "(already in co
 
 
 def render_value(value: Any) -> str:
-    """Strings verbatim; every other value as indented JSON."""
+    """Strings verbatim; every other value as indented JSON (`json.dumps(value, indent=2)`)."""
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False)
