@@ -99,9 +99,10 @@ class ScriptExhausted(ModelError):
 class RunError(LadrError):
     """The runtime could not continue a run."""
 
-    def __init__(self, message: str, step_id: str | None = None) -> None:
+    def __init__(self, message: str, step_id: str | None = None, path: tuple = ()) -> None:
         super().__init__(message)
         self.step_id = step_id
+        self.path = tuple(path)   # where in the ladder document the failing construct is declared
 
 
 class BudgetExhausted(RunError):

@@ -80,6 +80,13 @@ class _Ctx:
                          suggestion=suggest(k, allowed), key=True)
 
 
+def unsafe_name(name: str) -> bool:
+    """True when a declared file name could leave its folder or is hidden (such names are never written)."""
+    if not isinstance(name, str) or not name or "\x00" in name or "\\" in name or name.startswith("/"):
+        return True
+    return any(part in ("", ".", "..") or part.startswith(".") for part in name.split("/"))
+
+
 def _pfx(step: str | None) -> str:
     return f'Step "{step}": ' if step is not None else ""
 
@@ -163,6 +170,10 @@ class _Loader:
                         fl = {"name": fl}
                     if not isinstance(fl, dict) or not isinstance(fl.get("name"), str):
                         self.ctx.add(f'slate "{title}": folder "{name}" files[{k}] needs a name', flp)
+                        continue
+                    if unsafe_name(fl["name"]):
+                        self.ctx.add(f'slate "{title}": folder "{name}" declares file "{fl["name"]}", which is not '
+                                     'allowed (no "..", no absolute path, no hidden names)', flp + ("name",))
                         continue
                     self.ctx.keys(fl, FILE_KEYS, flp, f'file "{fl["name"]}"')
                     files[fl["name"]] = self.metatag_types(fl.get("metatags"), flp + ("metatags",),
@@ -512,6 +523,10 @@ class _Loader:
         if not self.check_ref(sid, f"{what}.to", raw.get("slate"), raw.get("folder"), p, kind="write"):
             return None
         file, metatag = raw.get("file"), raw.get("metatag")
+        if file is not None and unsafe_name(file):
+            self.ctx.add(f'Step "{sid}": {what}.to.file "{file}" is not allowed: a file must stay inside its folder '
+                         '(no "..", no absolute path, no hidden names)', p + ("file",), sid)
+            return None
         if file is None and metatag is None:
             self.ctx.add(f'Step "{sid}": {what}.to needs a file (or a file and a metatag)', p, sid)
             return None
@@ -741,7 +756,7 @@ def _build(text: str, *, file: str | None, knobs: dict | None, base_dir: Path | 
     _cross_checks(ctx, steps, ids)
     ctx.errors.sort(key=lambda e: (e.line or 0, e.column or 0))
     ladder = Ladder(name=name, steps=steps, slates=slates, model=model, knobs=merged, budget=budget, file=file,
-                    base_dir=base_dir or Path("."), text=text, raw=raw, warnings=tuple(ctx.warnings))
+                    base_dir=base_dir or Path("."), text=text, raw=raw, warnings=tuple(ctx.warnings), positions=pos)
     return ladder, ctx.errors + ctx.warnings
 
 

@@ -205,6 +205,14 @@ class Ladder:
     text: str = ""
     raw: Any = None
     warnings: tuple = ()
+    positions: Any = None
+
+    def where(self, path: tuple) -> str | None:
+        """`file:line:column` of a document path, when known."""
+        if self.positions is None or not path:
+            return None
+        lc = self.positions.of(tuple(path))
+        return None if lc is None else f"{self.file or '<ladder>'}:{lc[0]}:{lc[1]}"
 
     def step(self, step_id: str) -> Step | None:
         """The step with this id, searching group children too."""

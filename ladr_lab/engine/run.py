@@ -340,6 +340,9 @@ class Run:
         except LadrError as exc:
             named = isinstance(exc, (NodeDependencyError, SourceResolutionError, ModelError))
             self.status, self.error = "error", (f"{type(exc).__name__}: {exc}" if named else str(exc))
+            where = self.ladder.where(getattr(exc, "path", ()))
+            if where:
+                self.error += f" (declared at {where})"
             self.error_step = getattr(exc, "step_id", None)
         except Exception as exc:  # a bug of ours: keep the run's record whole and say so plainly
             self.status, self.error = "error", f"internal error: {type(exc).__name__}: {exc}"

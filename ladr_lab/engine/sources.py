@@ -62,22 +62,22 @@ def resolve_source(src: Source, ctx: NodeCtx, state, store, what: str) -> Any:
         if src.text not in state.inputs:
             hint = "--input TEXT" if src.text == "context" else f"--input-json '{{\"{src.text}\": ...}}'"
             raise SourceResolutionError(_where(ctx, f"{what} reads input.{src.text}, which was not given ({hint})"),
-                                        ctx.step_id)
+                                        ctx.step_id, src.path)
         v = state.inputs[src.text]
         return v if isinstance(v, str) else v
     if src.kind == "output":
         if ctx.output is None:
             raise SourceResolutionError(_where(ctx, f"{what} reads from: output before the step produced one"),
-                                        ctx.step_id)
+                                        ctx.step_id, src.path)
         return ctx.output
     if src.kind == "previous":
         prev = state.previous
         if prev is None:
             raise SourceResolutionError(_where(ctx, f"{what} reads from: previous, but no step has executed "
-                                                    "before this one"), ctx.step_id)
+                                                    "before this one"), ctx.step_id, src.path)
         if not prev.survivors:
             raise NodeDependencyError(_where(ctx, f'{what} reads from: previous, but step "{prev.step_id}" left '
-                                                  "zero survivors"), ctx.step_id)
+                                                  "zero survivors"), ctx.step_id, src.path)
         return prev.survivors if len(prev.survivors) > 1 else prev.survivors[0]
     if src.kind == "step":
         if src.step_id == ctx.step_id:
@@ -86,7 +86,7 @@ def resolve_source(src: Source, ctx: NodeCtx, state, store, what: str) -> Any:
             res = state.results.get(src.step_id)
         if res is None:
             raise SourceResolutionError(_where(ctx, f'{what} reads step "{src.step_id}", which has not executed '
-                                                    "in the current loop iteration"), ctx.step_id)
+                                                    "in the current loop iteration"), ctx.step_id, src.path)
         if src.node is not None or src.node_ref in ("current", "previous"):
             k = src.node if src.node is not None else (ctx.node if src.node_ref == "current" else ctx.node - 1)
             if src.node_ref == "previous" and k < 1:
@@ -94,16 +94,16 @@ def resolve_source(src: Source, ctx: NodeCtx, state, store, what: str) -> Any:
             n = res.node(k)
             if n is None:
                 raise SourceResolutionError(_where(ctx, f'{what} reads node {k} of step "{src.step_id}", which '
-                                                        f"ran {len(res.nodes)} node(s)"), ctx.step_id)
+                                                        f"ran {len(res.nodes)} node(s)"), ctx.step_id, src.path)
             return n.output
         if src.step_id != ctx.step_id and not res.survivors:
             raise NodeDependencyError(_where(ctx, f'{what} reads step "{src.step_id}", which left zero survivors'),
-                                      ctx.step_id)
+                                      ctx.step_id, src.path)
         surv = res.survivors
         return surv if len(surv) != 1 else surv[0]
     if src.kind == "slate":
         return read_slate(store, src)
-    raise SourceResolutionError(_where(ctx, f"{what} has an unknown source kind {src.kind!r}"), ctx.step_id)
+    raise SourceResolutionError(_where(ctx, f"{what} has an unknown source kind {src.kind!r}"), ctx.step_id, src.path)
 
 
 def read_slate(store, src: Source) -> Any:
@@ -152,8 +152,8 @@ def resolve_field(f: FieldSpec, ctx: NodeCtx, state, store, knobs: dict) -> Any:
     if f.type == "knob":
         if f.knob not in knobs:
             raise SourceResolutionError(f'Step "{ctx.step_id}": knob field "{f.name}" reads knob "{f.knob}", '
-                                        "which is not set", ctx.step_id)
+                                        "which is not set", ctx.step_id, f.path)
         return knobs[f.knob]
     if f.type == "json":
         return f.value
-    raise SourceResolutionError(f'Step "{ctx.step_id}": field "{f.name}" has unknown type {f.type!r}', ctx.step_id)
+    raise SourceResolutionError(f'Step "{ctx.step_id}": field "{f.name}" has unknown type {f.type!r}', ctx.step_id, f.path)

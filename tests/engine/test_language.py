@@ -350,3 +350,30 @@ def test_children_share_the_call_budget(ladder, slates, budget, status):
         """, head=f"name: t\nexecutionBudget: {{ maxLlmCalls: {budget} }}\n")
     res = Run(lad, model=ScriptedModel(lambda m, **h: "x"), slates=slates).run()
     assert res.status == status and res.llm_calls == min(budget, 4)
+
+
+def test_runtime_errors_point_at_the_yaml_line(ladder, slates):
+    lad = ladder("""
+        - id: only
+          fields:
+            - { name: P, type: ingest, from: { stepId: later } }
+        - id: later
+        """)
+    r = run_with(lad, {"only": ["x"]}, slates)
+    assert r.status == "error" and r.error.endswith("(declared at <ladder>:23:40)")
+
+
+def test_unsafe_write_targets_are_refused_at_load_time(ladder):
+    from ladr_lab.errors import ConfigErrors
+    with pytest.raises(ConfigErrors) as info:
+        ladder("""
+            - id: w
+              slateWrite: { to: { slate: Memory, folder: facts, file: ../../escape.md }, match: { type: object } }
+              if:
+                equals: x
+                then: { write: { to: { slate: Memory, folder: facts, file: .hidden }, from: output } }
+                else: continue
+            """)
+    msgs = [str(e) for e in info.value]
+    assert any('slateWrite.to.file "../../escape.md" is not allowed' in m for m in msgs)
+    assert any('if.then write.to.file ".hidden" is not allowed' in m for m in msgs)
