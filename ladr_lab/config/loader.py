@@ -556,7 +556,7 @@ class _Loader:
         if on == "mergeByKey" and not key:
             self.ctx.add(f'Step "{sid}": {what} on: mergeByKey requires key.', p + ("on",), sid)
         if key is not None and on != "mergeByKey":
-            self.ctx.add(f'Step "{sid}": {what}.key is only valid with on: mergeByKey (got on: {on}).',
+            self.ctx.add(f'Step "{sid}": {what}.key is only valid when on: mergeByKey (got on: {on}).',
                          p + ("key",), sid)
         return on, key
 

@@ -89,13 +89,15 @@ class OfflineModel:
         output_schema: dict | None = None,
         equals: str | None = None,
         forced_final: bool = False,
+        node: int = 1,
+        nodes: int = 1,
         **_ignored,
     ) -> str:
         """The text `complete` would return (handy in notebooks to see the model's decision)."""
         prompt = parse_prompt(system_text(messages), user_text(messages), retrieve_as)
         forced = forced_final or prompt.forced
         if isinstance(request_match, dict) and not forced:
-            request = _request(prompt, request_match)
+            request = _request(prompt, request_match, node, nodes)
             if request is not None:
                 return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
         if isinstance(output_schema, dict) or output_schema is True:
@@ -121,7 +123,7 @@ def _score(path: str, meta: list[str], q: set[str]) -> int:
     return 2 * len(q & path_terms(path)) + len(q & set(terms(" ".join(meta))))
 
 
-def _request(prompt: Prompt, schema: dict):
+def _request(prompt: Prompt, schema: dict, node: int = 1, nodes: int = 1):
     """The first schema-valid retrieval request worth making, or None to answer instead."""
     if prompt.blocks and any(e.status == "already" for e in prompt.blocks[-1]):
         return None
@@ -136,7 +138,13 @@ def _request(prompt: Prompt, schema: dict):
         (p for p, s in file_scores.items()
          if s > 0 and p not in prompt.seen and _pickable(prompt, p, useful)),
         key=lambda p: (-file_scores[p], prompt.files[p].order),
-    )[:MAX_FILES]
+    )
+    if nodes > 1 and len(picks) > 1:
+        # parallel investigators: node k takes every nodes-th file of the ranking from position k, so the
+        # nodes of one step read different evidence (the top file when there are fewer files than nodes)
+        share = picks[(node - 1) % len(picks)::nodes]
+        picks = share or picks
+    picks = picks[:MAX_FILES]
     unknown = [p for p in prompt.subfolders if p not in prompt.browsed and p not in prompt.known_children]
     subs = sorted((p for p in unknown if sub_scores[p] > 0),
                   key=lambda p: (-sub_scores[p], prompt.subfolders[p].order))[:MAX_FILES]

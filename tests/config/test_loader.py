@@ -173,7 +173,7 @@ def test_write_rules():
               write: { to: { slate: Project Memory, folder: facts, file: core.md }, from: { stepId: nope } }
         """)
     assert 'Step "w1": slateWrite on: mergeByKey requires key.' in msgs
-    assert 'Step "w2": slateWrite.key is only valid with on: mergeByKey (got on: append).' in msgs
+    assert 'Step "w2": slateWrite.key is only valid when on: mergeByKey (got on: append).' in msgs
     assert 'Step "w3": slateWrite.match must be a non-empty JSON Schema.' in msgs
     assert 'Step "w4": if.then write.to references non-existent slate "Memory" (did you mean "Project Memory"?)' in msgs
     assert any(m.startswith('Step "w4": if.else write references unknown step "nope"') for m in msgs)

@@ -377,3 +377,36 @@ def test_unsafe_write_targets_are_refused_at_load_time(ladder):
     msgs = [str(e) for e in info.value]
     assert any('slateWrite.to.file "../../escape.md" is not allowed' in m for m in msgs)
     assert any('if.then write.to.file ".hidden" is not allowed' in m for m in msgs)
+
+
+def test_call_a_child_ladder_by_path_shares_slates(ladder, slates, tmp_path):
+    child = tmp_path / "child.yaml"
+    child.write_text("""name: child
+slates:
+  - title: Memory
+    folders: [{ name: facts, files: [{ name: core.md }] }]
+steps:
+  - id: read
+    fields:
+      - { name: In, type: text, from: input.context }
+      - { name: Core, type: slateRead, from: { slate: Memory, folder: facts, file: core.md } }
+""")
+    lad = ladder(f"""
+        - id: start
+        - id: sub
+          type: call
+          nodes: 2
+          call: {{ ladder: {child}, input: {{ stepId: start }} }}
+        """)
+    seen = []
+
+    def model(messages, **h):
+        seen.append((h["step"], h["depth"], messages[1]["content"]))
+        return "child saw it" if h["step"] == "read" else "from start"
+    r = Run(lad, model=ScriptedModel(model), slates=slates)
+    res = r.run()
+    assert res.status == "completed", res.error
+    assert res.output == "child saw it\n\nchild saw it"
+    child_prompts = [p for s, d, p in seen if s == "read"]
+    assert len(child_prompts) == 2 and all(d == 1 for s, d, _ in seen if s == "read")
+    assert child_prompts[0] == "In:\nfrom start\n\nCore:\nSeed fact."

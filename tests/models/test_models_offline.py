@@ -294,3 +294,16 @@ def _json_or_none(text):
         return json.loads(text)
     except ValueError:
         return None
+
+
+def test_parallel_nodes_read_different_files():
+    from ladr_lab.engine.prompt import assemble_messages
+    from ladr_lab.models import OfflineModel
+    index = [{"name": f"retrieve-{w}.md", "size": 100} for w in ("dedup", "rounds", "modes", "glob", "files", "tree")]
+    msgs = assemble_messages("Research.", [("Question", "How does retrieve work?"), ("FileIndex", index)])
+    schema = {"type": "object", "required": ["files"], "properties": {"files": {"type": "array"}}}
+    model = OfflineModel()
+    asked = [json.loads(model.respond(msgs, request_match=schema, node=k, nodes=3))["files"] for k in (1, 2, 3)]
+    assert all(asked) and len({f for files in asked for f in files}) == sum(len(f) for f in asked)
+    single = json.loads(model.respond(msgs, request_match=schema))["files"]
+    assert len(single) == 3
