@@ -148,11 +148,14 @@ class Run:
     """One execution of a ladder, drivable one model call at a time (`step`), a step at a time (`run_step`)
     or to the end (`run`)."""
 
-    def __init__(self, ladder: Ladder, *, model: str | Model | None = None, input: str | None = None,
+    def __init__(self, ladder: Ladder | str | Path, *, model: str | Model | None = None, input: str | None = None,
                  inputs: dict | None = None, slates: dict[str, str | Path] | None = None,
                  store: SlateStore | None = None, trace: Trace | None = None, trace_out: str | Path | None = None,
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  _parent: Run | None = None, _depth: int = 0) -> None:
+        if isinstance(ladder, (str, Path)):
+            from ..config import load_ladder
+            ladder = load_ladder(ladder)
         self.ladder = ladder
         self.inputs = dict(inputs or {})
         if input is not None:

@@ -139,3 +139,12 @@ def test_trace_events_have_the_contract_fields(ladder, slates):
     end = run.trace.events[-1]
     assert end["type"] == "run_end" and end["status"] == "completed" and end["output"] == '{"a": 1}'
     assert json.loads((slates["Memory"] / "facts/core.md").read_text().split("\n\n")[1]) == {"a": 1}
+
+
+def test_run_accepts_a_ladder_path_and_a_shared_store():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    first = Run(root / "examples" / "research.yaml", input="glob mode")
+    assert first.run().status == "completed" and first.ladder.name == "research-assistant"
+    again = Run(str(root / "examples" / "research.yaml"), input="glob mode", store=first.store)
+    assert again.store is first.store and again.run().output == first.output
