@@ -8,7 +8,6 @@ step executions (a loop with no maxSteps is unbounded).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 
 from .config.model import Ladder, Step
 
@@ -74,43 +73,36 @@ def _load_child(ladder: Ladder, rel: str) -> Ladder | None:
         return None
 
 
-def ladder_worst(ladder: Ladder, depth: int = 0) -> float:
-    """The costliest path through the ladder's control graph within maxSteps."""
+def _control_graph(ladder: Ladder) -> tuple[list[set[int]], bool]:
+    """Successors of each top-level step (next, and gate jump targets) and whether any edge goes back."""
     steps = ladder.steps
-    costs = [step_cost(s, ladder, depth)[0] for s in steps]
     index = {s.id: i for i, s in enumerate(steps)}
     succ: list[set[int]] = []
     for i, s in enumerate(steps):
         nxt = {i + 1}
         if s.gate:
-            for act in (s.gate.then, s.gate.else_):
-                if act.jump in index:
-                    nxt.add(index[act.jump])
+            nxt |= {index[a.jump] for a in (s.gate.then, s.gate.else_) if a.jump in index}
         succ.append(nxt)
     loops = any(j <= i for i, ns in enumerate(succ) for j in ns)
+    return succ, loops
+
+
+def ladder_worst(ladder: Ladder, depth: int = 0) -> float:
+    """The costliest path through the ladder's control graph within maxSteps."""
+    steps = ladder.steps
+    costs = [step_cost(s, ladder, depth)[0] for s in steps]
+    succ, loops = _control_graph(ladder)
     max_steps = ladder.budget.max_steps
     if loops and max_steps is None:
         return UNBOUNDED
-    horizon = max_steps if loops else len(steps)
+    horizon = len(steps) if not loops else max_steps
     if max_steps is not None:
         horizon = min(horizon, max_steps)
-
-    @cache
-    def best(k: int, i: int) -> float:
-        if i >= len(steps) or k == 0:
-            return 0
-        return costs[i] + max(best(k - 1, j) for j in succ[i])
-    import sys
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, horizon * 2 + 100))
-    try:
-        # fill bottom-up so deep horizons do not recurse deeply
-        for k in range(1, horizon + 1):
-            for i in range(len(steps)):
-                best(k, i)
-        return best(horizon, 0)
-    finally:
-        sys.setrecursionlimit(old)
+    # best[i] = the costliest run of at most k step executions starting at step i, for k = 1..horizon
+    best = [0.0] * (len(steps) + 1)
+    for _ in range(horizon):
+        best = [costs[i] + max(best[j] for j in succ[i]) for i in range(len(steps))] + [0.0]
+    return best[0] if steps else 0
 
 
 def cost_report(ladder: Ladder) -> CostReport:
@@ -120,7 +112,5 @@ def cost_report(ladder: Ladder) -> CostReport:
         calls, formula = step_cost(s, ladder)
         rep.per_step.append((s.id, calls, formula))
     rep.worst = ladder_worst(ladder)
-    rep.loops = any(s.gate and any(a.jump and [x.id for x in ladder.steps].index(a.jump) <= i
-                                   for a in (s.gate.then, s.gate.else_) if a.jump in [x.id for x in ladder.steps])
-                    for i, s in enumerate(ladder.steps))
+    rep.loops = _control_graph(ladder)[1]
     return rep

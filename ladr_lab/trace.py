@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 EVENT_TYPES = ("run_start", "step_start", "llm_call", "llm_error", "write", "gate", "call", "step_end", "run_end")
 
@@ -120,12 +120,3 @@ def load_trace(path: str | Path) -> Trace:
                 t.events.append(json.loads(line))
     return t
 
-
-def event_summary(e: dict[str, Any]) -> str:
-    """One readable line for an event, as the CLI prints rounds."""
-    kind = e.get("type")
-    if kind == "llm_call":
-        where = f"{e['step']}#{e['node']} round {e['round']}" + (" (forced final)" if e.get("forced_final") else "")
-        verdict = e.get("request_match")
-        return f"{where}: {verdict or 'answer'}"
-    return kind or "?"

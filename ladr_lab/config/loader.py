@@ -385,10 +385,7 @@ class _Loader:
         children: tuple[Step, ...] = ()
         call = None
         if stype == "group":
-            children = self.steps(raw.get("steps"), p + ("steps",), ids)
-            for c in children:
-                if c.type == "group":
-                    pass  # nested groups are allowed: each is a branch
+            children = self.steps(raw.get("steps"), p + ("steps",), ids)  # nested groups are branches too
         elif "steps" in raw:
             ctx.add(f'Step "{sid}": steps: is only valid on a group step', p + ("steps",), sid, key=True)
         if stype == "call":

@@ -13,7 +13,7 @@ import itertools
 import threading
 import time
 import traceback
-from collections.abc import Generator, Iterable
+from collections.abc import Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -603,7 +603,3 @@ def run_ladder(ladder: Ladder, **kwargs) -> Run:
     r.run()
     return r
 
-
-def iter_calls(events: Iterable[dict]) -> list[dict]:
-    """The llm_call events among `events`."""
-    return [e for e in events if e.get("type") == "llm_call"]
