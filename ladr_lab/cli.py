@@ -38,7 +38,7 @@ def _problems(exc: ConfigError) -> list[ConfigError]:
 
 def cmd_validate(a) -> int:
     """Print every problem of a ladder; exit 1 if any, else print OK and the worst-case call count."""
-    from .config import iter_problems, load_ladder_text
+    from .config import check_text
     from .cost import cost_report
     path = Path(a.ladder)
     try:
@@ -47,7 +47,7 @@ def cmd_validate(a) -> int:
         print(f"{path}: error: cannot read ladder file: {exc.strerror or exc}")
         return 1
     knobs = _kv(a.knob, "--knob")
-    problems = list(iter_problems(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent))
+    ladder, problems = check_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent)
     errors = [p for p in problems if p.severity == "error"]
     if a.json:
         print(json.dumps({"ok": not errors, "problems": [
@@ -59,7 +59,6 @@ def cmd_validate(a) -> int:
     if errors:
         print(f"{len(errors)} error(s) in {path}")
         return 1
-    ladder = load_ladder_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent)
     report = cost_report(ladder)
     print(report.format())
     print("OK")

@@ -1,5 +1,5 @@
 """Ladder documents: loading, validation and the frozen models the engine runs."""
-from .loader import iter_problems, load_ladder, load_ladder_text, suggest
+from .loader import check_text, iter_problems, load_ladder, load_ladder_text, suggest
 from .model import (
     Action,
     Budget,
@@ -30,6 +30,7 @@ __all__ = [
     "Step",
     "Target",
     "WriteSpec",
+    "check_text",
     "iter_problems",
     "load_ladder",
     "load_ladder_text",

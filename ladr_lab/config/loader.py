@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, ConfigErrors
-from ..slate import FolderSpec
+from ..slate import METATAG_TYPES, SYSTEM_METATAGS, FolderSpec
 from .model import (
     FIELD_TYPES,
-    METATAG_TYPES,
     NODE_REFS,
     STEP_TYPES,
-    SYSTEM_METATAGS,
     WRITE_POLICIES,
     Action,
     Budget,
@@ -264,7 +262,7 @@ class _Loader:
                 name = raw.split(".", 1)[1] if "." in raw else "context"
                 return Source("input", text=name or "context", path=path)
             return Source("literal", text=raw, path=path)
-        if isinstance(raw, (int, float, bool)) and not isinstance(raw, bool):
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             return Source("literal", text=str(raw), path=path)
         if not isinstance(raw, dict):
             self.ctx.add(f'Step "{step}": {what} has an invalid from: (got {_typename(raw)}); use previous, '
@@ -691,18 +689,24 @@ def _cross_checks(ctx: _Ctx, steps: tuple[Step, ...], ids: dict[str, tuple]) -> 
     walk(steps)
 
 
+def check_text(text: str, *, file: str | None = None, knobs: dict | None = None,
+               base_dir: Path | None = None) -> tuple[Ladder | None, list[ConfigError]]:
+    """Parse once: the Ladder (None when it has errors) and every problem, errors and warnings."""
+    try:
+        ladder, problems = _build(text, file=file, knobs=knobs, base_dir=base_dir)
+    except ConfigErrors as many:
+        return None, list(many.errors)
+    except ConfigError as one:
+        return None, [one]
+    if ladder is None or any(p.severity == "error" for p in problems):
+        return None, problems
+    return ladder, problems
+
+
 def iter_problems(text: str, *, file: str | None = None, knobs: dict | None = None,
                   base_dir: Path | None = None) -> Iterator[ConfigError]:
     """Yield every problem (errors and warnings) in a ladder document's text."""
-    try:
-        _, problems = _build(text, file=file, knobs=knobs, base_dir=base_dir)
-    except ConfigErrors as many:
-        yield from many.errors
-        return
-    except ConfigError as one:
-        yield one
-        return
-    yield from problems
+    yield from check_text(text, file=file, knobs=knobs, base_dir=base_dir)[1]
 
 
 def _build(text: str, *, file: str | None, knobs: dict | None, base_dir: Path | None):

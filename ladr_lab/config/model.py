@@ -9,10 +9,8 @@ from ..slate import FolderSpec
 
 STEP_TYPES = ("normal", "sequential", "group", "call")
 FIELD_TYPES = ("text", "slateRead", "nodeInfo", "ingest", "multi_ingest", "knob", "json")
-METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
 WRITE_POLICIES = ("append", "overwrite", "mergeByKey")
 NODE_REFS = ("current", "previous", "accumulate")
-SYSTEM_METATAGS = ("index", "tree", "created", "modified", "size", "embedding")
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,7 @@ def resolve_source(src: Source, ctx: NodeCtx, state, store, what: str) -> Any:
             hint = "--input TEXT" if src.text == "context" else f"--input-json '{{\"{src.text}\": ...}}'"
             raise SourceResolutionError(_where(ctx, f"{what} reads input.{src.text}, which was not given ({hint})"),
                                         ctx.step_id, src.path)
-        v = state.inputs[src.text]
-        return v if isinstance(v, str) else v
+        return state.inputs[src.text]
     if src.kind == "output":
         if ctx.output is None:
             raise SourceResolutionError(_where(ctx, f"{what} reads from: output before the step produced one"),
