@@ -1,0 +1,47 @@
+"""The `ladr-lab` command line (SPEC §9); the only place errors become exit codes.
+
+Exit codes: 0 success; 1 a ladder with problems (`validate`), or a run that did not complete
+(`run`: error, aborted, budget_exhausted); 2 bad command-line usage. Each subcommand lives in its
+own module with an `add_parser(sub)` that registers it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import ConfigError, LadrError
+from . import run, validate
+from ._common import _problems
+from .printer import RoundPrinter
+
+_COMMANDS = (validate, run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    p = argparse.ArgumentParser(prog="ladr-lab", description="Author, run and debug LADR ladders.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for command in _COMMANDS:
+        command.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `ladr-lab` command."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except ConfigError as exc:
+        for p in _problems(exc):
+            print(p.format())
+        return 1
+    except LadrError as exc:
+        print(f"ladr-lab: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+__all__ = ["RoundPrinter", "build_parser", "main"]

@@ -1,0 +1,68 @@
+"""`ladr-lab run LADDER`: run a ladder and print its rounds (or one JSON summary line)."""
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from ..errors import ConfigError, LadrError
+from ._common import _fail, _kv, _problems
+from .printer import RoundPrinter
+
+
+def cmd_run(a) -> int:
+    """Run a ladder; print its rounds (or, with --json, one summary line)."""
+    from ..config import load_ladder
+    from ..engine import Run
+    knobs = _kv(a.knob, "--knob")
+    slates = _kv(a.slate, "--slate")
+    inputs = {}
+    if a.input_json:
+        try:
+            inputs = json.loads(a.input_json)
+        except ValueError as exc:
+            return _fail(a, f"--input-json is not valid JSON: {exc}", 2)
+        if not isinstance(inputs, dict):
+            return _fail(a, "--input-json must be a JSON object of input fields", 2)
+    try:
+        ladder = load_ladder(a.ladder, knobs=knobs)
+    except ConfigError as exc:
+        if not a.json:
+            for p in _problems(exc):
+                print(p.format())
+        return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1)
+    model = a.model
+    if model and model.split(":", 1)[0] in ("script", "replay") and ":" in model:
+        # a path typed on the command line is relative to where the command runs (else to the ladder)
+        kind, rel = model.split(":", 1)
+        if not Path(rel).is_absolute() and Path(rel).exists():
+            model = f"{kind}:{Path(rel).resolve()}"
+    try:
+        run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
+                  run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout))
+    except LadrError as exc:
+        return _fail(a, str(exc), 1)
+    res = run.run()
+    if a.json:
+        print(json.dumps(res.to_dict(), ensure_ascii=False))
+    else:
+        print("\nOutput:\n" + textwrap.indent(res.output or "(empty)", "  "))
+        if a.trace_out:
+            print(f"Trace: {a.trace_out}")
+    return 0 if res.status == "completed" else 1
+
+
+def add_parser(sub) -> None:
+    """Register `run`."""
+    r = sub.add_parser("run", help="run a ladder and print its rounds")
+    r.add_argument("ladder")
+    r.add_argument("--input", help="sets input.context")
+    r.add_argument("--input-json", help="a JSON object of other input fields (input.NAME)")
+    r.add_argument("--model", help="offline (default), script:PATH, replay:TRACE, or a litellm model name")
+    r.add_argument("--knob", action="append", default=[], metavar="K=V")
+    r.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
+    r.add_argument("--trace-out", metavar="FILE.jsonl")
+    r.add_argument("--run-dir", metavar="DIR", help="write run files (seed 004 record format) here")
+    r.add_argument("--json", action="store_true", help="print one JSON summary line")
+    r.set_defaults(fn=cmd_run)

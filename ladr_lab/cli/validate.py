@@ -1,0 +1,45 @@
+"""`ladr-lab validate LADDER`: every problem at once, then the worst-case model calls."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ._common import _kv
+
+
+def cmd_validate(a) -> int:
+    """Print every problem of a ladder; exit 1 if any, else print OK and the worst-case call count."""
+    from ..config import check_text
+    from ..cost import cost_report
+    path = Path(a.ladder)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"{path}: error: cannot read ladder file: {exc.strerror or exc}")
+        return 1
+    knobs = _kv(a.knob, "--knob")
+    ladder, problems = check_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent)
+    errors = [p for p in problems if p.severity == "error"]
+    if a.json:
+        print(json.dumps({"ok": not errors, "problems": [
+            {"severity": p.severity, "message": str(p), "step": p.step_id, "field": p.field, "file": p.file,
+             "line": p.line, "column": p.column, "suggestion": p.suggestion} for p in problems]}))
+        return 1 if errors else 0
+    for p in problems:
+        print(p.format())
+    if errors:
+        print(f"{len(errors)} error(s) in {path}")
+        return 1
+    report = cost_report(ladder)
+    print(report.format())
+    print("OK")
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Register `validate`."""
+    v = sub.add_parser("validate", help="check a ladder: every problem, with YAML line and column")
+    v.add_argument("ladder")
+    v.add_argument("--knob", action="append", default=[], metavar="K=V")
+    v.add_argument("--json", action="store_true", help="print the problems as one JSON object")
+    v.set_defaults(fn=cmd_validate)
