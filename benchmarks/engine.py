@@ -264,10 +264,10 @@ def check_run(run, plan: list[list[str]]) -> int:
     if run.status != "completed" or len(calls) != ROUNDS + 1:
         raise RuntimeError(f"unexpected run: status={run.status} calls={len(calls)} error={run.error}")
     for k, call in enumerate(calls[:ROUNDS]):
-        got = [(f["path"], f["status"]) for f in call["fetched"]]
+        got = [(f.path, f.status) for f in call.fetched]
         if got != [(p, "fetched") for p in plan[k]]:
             raise RuntimeError(f"round {k + 1} fetched {got}, expected {plan[k]}")
-    return max(len(m["content"]) for c in calls for m in c["messages"])
+    return max(len(m["content"]) for c in calls for m in c.messages)
 
 
 def pct(values: list[float], q: float) -> float:

@@ -25,18 +25,29 @@ from .errors import (
     SourceResolutionError,
 )
 from .jsonx import NO_JSON, extract, extract_json
-from .models import Completion, LiteLLMModel, Model, OfflineModel, ReplayModel, ScriptedModel, get_model
+from .models import (
+    CallInfo,
+    Completion,
+    LiteLLMModel,
+    Model,
+    OfflineModel,
+    ReplayModel,
+    ScriptedModel,
+    get_model,
+)
 from .slate import FolderSpec, SlateStore
-from .trace import Trace, load_trace
+from .trace import Event, Trace, load_trace
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BudgetExhausted",
+    "CallInfo",
     "CallRequest",
     "Completion",
     "ConfigError",
     "ConfigErrors",
+    "Event",
     "FORCED_FINAL_LINE",
     "FolderSpec",
     "Ladder",

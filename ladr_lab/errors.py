@@ -89,7 +89,9 @@ class PathRefused(SlateError):
 
 
 class ModelError(LadrError):
-    """A model could not produce a completion."""
+    """A model could not produce a completion; `call` is the CallInfo of the failed call, when known."""
+
+    call = None
 
 
 class ScriptExhausted(ModelError):
@@ -97,12 +99,29 @@ class ScriptExhausted(ModelError):
 
 
 class RunError(LadrError):
-    """The runtime could not continue a run."""
+    """The runtime could not continue a run.
 
-    def __init__(self, message: str, step_id: str | None = None, path: tuple = ()) -> None:
+    It keeps its context as data (as httpx errors keep `.request`): `step_id`, `node`, `path` (where in
+    the ladder document the failing construct is declared) and `call`, the CallInfo of the model call
+    being made or judged when it failed. The original exception, if any, is `__cause__`."""
+
+    def __init__(self, message: str, step_id: str | None = None, path: tuple = (), *, node: int | None = None,
+                 call=None) -> None:
         super().__init__(message)
         self.step_id = step_id
-        self.path = tuple(path)   # where in the ladder document the failing construct is declared
+        self.path = tuple(path)
+        self.node = node
+        self.call = call
+
+    def __reduce__(self):
+        return (type(self), (str(self),), dict(self.__dict__))
+
+    def to_dict(self) -> dict:
+        """The error as data: type, message, step, node, round, path."""
+        call = self.call
+        return {"type": type(self).__name__, "message": str(self), "step": self.step_id,
+                "node": self.node if self.node is not None else getattr(call, "node", None),
+                "round": getattr(call, "round", None), "path": list(self.path)}
 
 
 class BudgetExhausted(RunError):

@@ -1,11 +1,14 @@
 """The executor: prompt assembly, the retrieve loop, gates, writes, nodes, jumps and recursion."""
+from .calls import CallRequest
 from .prompt import FORCED_FINAL_LINE, assemble_messages, render_value
-from .retrieve import Verdict, fetch, judge
-from .run import CallRequest, Run, RunResult, run_ladder
+from .retrieve import Entry, Limits, Verdict, fetch, judge
+from .run import Run, RunResult, run_ladder
 
 __all__ = [
     "CallRequest",
+    "Entry",
     "FORCED_FINAL_LINE",
+    "Limits",
     "Run",
     "RunResult",
     "Verdict",

@@ -5,7 +5,8 @@ import json
 from typing import Any
 
 FORCED_FINAL_LINE = "Retrieval budget exhausted. Produce your final answer now."
-STATUS_TEXT = {"not_found": "(not found)", "already_in_context": "(already in context)", "no_match": "(no match)"}
+STATUS_TEXT = {"not_found": "(not found)", "already_in_context": "(already in context)", "no_match": "(no match)",
+               "left_out": "(left out)"}
 
 
 def render_value(value: Any) -> str:
@@ -15,15 +16,19 @@ def render_value(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def render_entry(entry: dict) -> str:
-    """One retrieved entry under its header line naming path and mode."""
-    body = entry.get("content")
+def render_entry(entry) -> str:
+    """One retrieved entry (an `engine.retrieve.Entry`) under its header line naming path and mode; the
+    path is shown as the model asked for it."""
+    f = entry.fetched
+    body = entry.content
     if body is None:
-        body = STATUS_TEXT.get(entry["status"], "")
-    return f"--- {entry['path']} [{entry['mode']}] ---\n{body}"
+        body = STATUS_TEXT.get(f.status, "")
+        if f.note and body.endswith(")"):
+            body = body[:-1] + f": {f.note})"
+    return f"--- {f.asked or f.path} [{f.mode}] ---\n{body}"
 
 
-def render_block(as_: str, k: int, entries: list[dict]) -> str:
+def render_block(as_: str, k: int, entries: list) -> str:
     """The `<as> <k>:` field holding one round's retrieved entries."""
     body = "\n\n".join(render_entry(e) for e in entries) if entries else "(nothing retrieved)"
     return f"{as_} {k}:\n{body}"
@@ -43,8 +48,8 @@ def assemble_blocks(system_prompt: str, blocks: list[str], forced_final: bool = 
 
 
 def assemble_messages(system_prompt: str, fields: list[tuple[str, Any]], as_: str | None = None,
-                      retrieved: list[list[dict]] = (), forced_final: bool = False) -> list[dict]:
-    """The exact messages of one model call."""
+                      retrieved: list[list] = (), forced_final: bool = False) -> list[dict]:
+    """The exact messages of one model call (`retrieved`: each round's list of Entry)."""
     blocks = [render_field(name, value) for name, value in fields]
     blocks += [render_block(as_ or "Retrieved", k, entries) for k, entries in enumerate(retrieved, start=1)]
     return assemble_blocks(system_prompt, blocks, forced_final)

@@ -1,7 +1,13 @@
 """The retrieve loop's judgement and fetching (seeds 000, 001; SPEC §3).
 
-`judge(output, schema)` decides whether an output is a retrieval request; `fetch(folder, request, seen)`
-executes the request's modes in SPEC order (files, subfolders, metatag, glob, similarTo) with per-node dedup.
+`judge(output, schema)` decides whether an output is a retrieval request; `fetch(folder, request, seen,
+top_k, limits)` executes the request's modes in SPEC order (files, subfolders, metatag, glob,
+similarTo) with per-node dedup on the canonical path, and returns one `Entry` per result: the typed
+trace record (`Fetched`) and the text the model is shown.
+
+No request a model can write ends a run: a malformed mode value (`{"metatag": "tags"}`), a
+folder-level metatag asked as a file query (`{"metatag": {"name": "index"}}`), a request that names no
+mode at all, all answer with an entry that says what happened.
 """
 from __future__ import annotations
 
@@ -11,9 +17,32 @@ from typing import Any
 
 from ..errors import PathRefused, SlateError
 from ..jsonx import extract
+from ..trace import Fetched
 
 MODES = ("files", "subfolders", "metatag", "glob", "similarTo")
 DEFAULT_TOP_K = 5
+FOLDER_LEVEL = ("index", "tree")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one fetch puts into a prompt (issue: a 200 MB file must not become a prompt).
+
+    `entry_chars` cuts one retrieved entry (and a slateRead of a whole file); `round_chars` bounds one
+    round's retrieved block: entries past it are left out (not marked as in context, so a later round
+    can ask again). The defaults (50,000 and 200,000 characters, about 12k and 50k tokens) leave room
+    in a 128k-token context window for several rounds."""
+
+    entry_chars: int = 50_000
+    round_chars: int = 200_000
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One retrieved entry: its trace record and the body the model is shown."""
+
+    fetched: Fetched
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,78 +105,187 @@ def judge(output: str, schema: dict) -> Verdict:
                    ext.method, ext.value)
 
 
+def _short(value: Any, n: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def bounded_text(folder, rel: str, max_chars: int) -> tuple[str | None, int | None]:
+    """A file's text cut at `max_chars` with a closing line saying so, and its size in bytes when cut
+    (None when whole). Only as much of the file is read as the bound needs."""
+    read_excerpt = getattr(folder, "read_excerpt", None)
+    if read_excerpt is None:  # TEMPORARY until the slate layer's bounded read lands
+        text = folder.read_text(rel)
+        if text is None:
+            return None, None
+        if len(text) <= max_chars:
+            return text, None
+        return text[:max_chars] + f"\n[cut: showing the first {max_chars:,} characters of a " \
+            f"{len(text.encode()):,}-byte file]", len(text.encode())
+    excerpt = read_excerpt(rel, max_chars)
+    if excerpt is None:
+        return None, None
+    if not excerpt.truncated:
+        return excerpt.text, None
+    return (excerpt.text + f"\n[cut: showing the first {len(excerpt.text):,} characters of a "
+                           f"{excerpt.total_bytes:,}-byte file]"), excerpt.total_bytes
+
+
+class _Round:
+    """One round's entries, with per-node dedup and the round's size bound."""
+
+    def __init__(self, folder, seen: set[str], limits: Limits) -> None:
+        self.folder = folder
+        self.seen = seen
+        self.limits = limits
+        self.entries: list[Entry] = []
+        self.used = 0
+
+    def add(self, fetched: Fetched, content: str | None = None) -> None:
+        self.entries.append(Entry(fetched, content))
+
+    def room(self) -> int:
+        return max(0, self.limits.round_chars - self.used)
+
+    def give(self, asked: Any, mode: str, **extra) -> None:
+        """Deliver one file (by the path as asked), or say why not."""
+        raw = asked if isinstance(asked, str) else (str(asked) if isinstance(asked, (int, float)) else None)
+        if raw is None:
+            self.add(Fetched(path=_short(asked), mode=mode, status="no_match",
+                             note=f"{mode} takes path strings (got {_short(asked)})"))
+            return
+        try:
+            rel = self.folder.normalize(raw)
+        except PathRefused:
+            self.add(Fetched(path=raw, mode=mode, status="not_found", **extra))
+            return
+        shown = raw if raw != rel else None
+        if rel in self.seen:
+            self.add(Fetched(path=rel, mode=mode, status="already_in_context", asked=shown, **extra))
+            return
+        room = min(self.limits.entry_chars, self.room())
+        if room <= 0:
+            self.add(Fetched(path=rel, mode=mode, status="left_out", asked=shown,
+                             note=f"this round's retrieved block reached its {self.limits.round_chars:,}-character "
+                                  "bound; ask for it again in a later round", **extra))
+            return
+        try:
+            text, total = bounded_text(self.folder, rel, room)
+        except (PathRefused, SlateError):
+            text, total = None, None
+        if text is None:
+            self.add(Fetched(path=rel, mode=mode, status="not_found", asked=shown, **extra))
+            return
+        self.seen.add(rel)
+        self.used += len(text)
+        self.add(Fetched(path=rel, mode=mode, status="fetched", chars=len(text), asked=shown,
+                         truncated=True if total is not None else None, total_bytes=total, **extra), text)
+
+    def listing(self, label: str, mode: str, value: Any, asked: str | None = None) -> None:
+        """A listing (a subfolder's index, the folder's index or tree) as JSON, bounded like a file."""
+        text = json.dumps(value, ensure_ascii=False)
+        total = None
+        room = min(self.limits.entry_chars, self.room())
+        if len(text) > room:
+            total = len(text.encode("utf-8"))
+            text = text[:room] + f"\n[cut: showing the first {room:,} characters of a {len(text):,}-character listing]"
+        self.used += len(text)
+        self.add(Fetched(path=label, mode=mode, status="listed", chars=len(text), asked=asked,
+                         truncated=True if total is not None else None, total_bytes=total), text)
+
+
 def _as_list(v: Any) -> list:
     if v is None:
         return []
     return v if isinstance(v, list) else [v]
 
 
-def _entry(path: str, mode: str, status: str, content: str | None = None, **extra) -> dict:
-    e = {"path": path, "mode": mode, "status": status, "chars": len(content) if content is not None else 0}
-    e.update(extra)
-    if content is not None:
-        e["content"] = content
-    return e
-
-
-def fetch(folder, request: dict, seen: set[str], top_k: int | None = None) -> list[dict]:
-    """Run every mode of `request` against `folder`; `seen` (paths already given this step) is updated."""
-    entries: list[dict] = []
-
-    def give(rel: str, mode: str, **extra) -> None:
-        if rel in seen:
-            entries.append(_entry(rel, mode, "already_in_context", **extra))
-            return
-        try:
-            text = folder.read_text(rel)
-        except (PathRefused, SlateError):
-            text = None
-        if text is None:
-            entries.append(_entry(rel, mode, "not_found", **extra))
-            return
-        seen.add(rel)
-        entries.append(_entry(rel, mode, "fetched", text, **extra))
-
-    for rel in _as_list(request.get("files")):
-        give(str(rel), "files")
+def fetch(folder, request: dict, seen: set[str], top_k: int | None = None, limits: Limits | None = None) -> list[Entry]:
+    """Run every mode of `request` against `folder`; `seen` (canonical paths given this step) is updated."""
+    rnd = _Round(folder, seen, limits or Limits())
+    known = [m for m in MODES if request.get(m) is not None]
+    if not known:
+        others = [k for k in request if k != "topK"]
+        rnd.add(Fetched(path="(request)", mode="request", status="no_match",
+                        note="the request names no retrieval mode; use " + ", ".join(MODES)
+                             + (f" (it had: {', '.join(map(str, others))})" if others else "")))
+        return rnd.entries
+    for asked in _as_list(request.get("files")):
+        rnd.give(asked, "files")
     for sub in _as_list(request.get("subfolders")):
-        sub = str(sub)
-        try:
-            listing = folder.index(sub.strip("/")) if sub.strip("/") else folder.index()
-        except (PathRefused, SlateError):
-            listing = None
-        label = sub.rstrip("/") + "/"
-        if listing is None:
-            entries.append(_entry(label, "subfolders", "not_found"))
-        else:
-            entries.append(_entry(label, "subfolders", "listed", json.dumps(listing, ensure_ascii=False)))
-    similar_queries: list[str] = []
+        _subfolder(rnd, folder, sub)
+    similar: list[str] = []
     for q in _as_list(request.get("metatag")):
-        if not isinstance(q, dict) or not isinstance(q.get("name"), str):
-            continue
-        if q.get("similarTo") is not None:
-            similar_queries.append(str(q["similarTo"]))
-            continue
-        contains = q.get("contains")
-        label = q["name"] + (f'~"{contains}"' if contains is not None else "")
-        matches = folder.metatag_query(q["name"], None if contains is None else str(contains))
-        if not matches:
-            entries.append(_entry(label, "metatag", "no_match"))
-        for rel in matches:
-            give(rel, "metatag")
+        _metatag(rnd, folder, q, similar)
     for pattern in _as_list(request.get("glob")):
-        matches = folder.glob(str(pattern))
+        if not isinstance(pattern, str):
+            rnd.add(Fetched(path=_short(pattern), mode="glob", status="no_match",
+                            note=f"glob takes a pattern string (got {_short(pattern)})"))
+            continue
+        matches = folder.glob(pattern)
         if not matches:
-            entries.append(_entry(str(pattern), "glob", "no_match"))
+            rnd.add(Fetched(path=pattern, mode="glob", status="no_match"))
         for rel in matches:
-            give(rel, "glob")
-    if request.get("similarTo") is not None:
-        similar_queries.append(str(request["similarTo"]))
+            rnd.give(rel, "glob")
+    for text in _as_list(request.get("similarTo")):
+        if isinstance(text, str):
+            similar.append(text)
+        else:
+            rnd.add(Fetched(path=_short(text), mode="similarTo", status="no_match",
+                            note=f"similarTo takes a text (got {_short(text)})"))
     k = top_k if top_k and top_k > 0 else DEFAULT_TOP_K
-    for text in similar_queries:
+    for text in similar:
         hits = folder.similar(text, k)
         if not hits:
-            entries.append(_entry(text[:60], "similarTo", "no_match"))
+            rnd.add(Fetched(path=text[:60], mode="similarTo", status="no_match"))
         for rel, score in hits:
-            give(rel, "similarTo", score=round(float(score), 4))
-    return entries
+            rnd.give(rel, "similarTo", score=round(float(score), 4))
+    return rnd.entries
+
+
+def _subfolder(rnd: _Round, folder, sub: Any) -> None:
+    if not isinstance(sub, str):
+        rnd.add(Fetched(path=_short(sub), mode="subfolders", status="no_match",
+                        note=f"subfolders takes folder names (got {_short(sub)})"))
+        return
+    try:
+        rel = folder.normalize(sub) if sub.strip("/.") else ""
+        listing = folder.index(rel) if rel else folder.index()
+    except (PathRefused, SlateError):
+        rel, listing = sub, None
+    label = (rel or "") + "/"
+    asked = sub if sub.rstrip("/") != rel else None
+    if listing is None:
+        rnd.add(Fetched(path=sub.rstrip("/") + "/", mode="subfolders", status="not_found"))
+    else:
+        rnd.listing(label, "subfolders", listing, asked)
+
+
+def _metatag(rnd: _Round, folder, q: Any, similar: list[str]) -> None:
+    if not isinstance(q, dict) or not isinstance(q.get("name"), str) or not q["name"]:
+        got = q.get("name") if isinstance(q, dict) else q
+        rnd.add(Fetched(path=_short(got), mode="metatag", status="no_match",
+                        note='metatag takes an object like {"name": "tags", "contains": "..."} with a string name '
+                             f"(got {_short(q)})"))
+        return
+    name = q["name"]
+    if q.get("similarTo") is not None:
+        if isinstance(q["similarTo"], str):
+            similar.append(q["similarTo"])
+        else:
+            rnd.add(Fetched(path=name, mode="similarTo", status="no_match",
+                            note=f"similarTo takes a text (got {_short(q['similarTo'])})"))
+        return
+    if name in FOLDER_LEVEL:
+        # index and tree describe the folder, not a file: answer with the folder-level value itself
+        depth = q.get("depth") if isinstance(q.get("depth"), int) and not isinstance(q.get("depth"), bool) \
+            and q.get("depth") > 0 else None
+        rnd.listing(name, "metatag", folder.index() if name == "index" else folder.tree(depth))
+        return
+    contains = q.get("contains")
+    label = name + (f'~"{contains}"' if contains is not None else "")
+    matches = folder.metatag_query(name, None if contains is None else str(contains))
+    if not matches:
+        rnd.add(Fetched(path=label, mode="metatag", status="no_match"))
+    for rel in matches:
+        rnd.give(rel, "metatag")

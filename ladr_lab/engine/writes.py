@@ -1,7 +1,11 @@
 """Writes (seed 003, SPEC §5): schema-matched slateWrite and gated writes, with three policies.
 
-Every write goes through the slate store's `update_text` / `update_metatag`, which hold a per-file lock
-(threads and processes) and replace the file atomically, so concurrent nodes never lose an update.
+A node *plans* its writes (the value is resolved at once, from this node's output and sources) and
+the step *applies* them when it is known not to abort ("the write only fires if the step doesn't
+abort"). Applying goes through the slate store's `update_text` / `update_metatag`, which hold a
+per-file lock (threads and processes) and replace the file atomically. Writes are opportunistic:
+anything that stops one (no JSON, no match, a file that is not an array, a value of the wrong
+metatag type, a missing file, a refused path, a full disk) is a recorded skip, never a failed run.
 """
 from __future__ import annotations
 
@@ -10,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config.model import Target
+from ..errors import LadrError
 from ..jsonx import extract
+from ..slate import value_matches_type
 from .retrieve import schema_problem
+from .state import Survivors
 
 
 @dataclass
@@ -24,15 +31,31 @@ class WriteOutcome:
     skipped_items: list = field(default_factory=list)
 
 
+@dataclass
+class PlannedWrite:
+    """A write a node asked for, applied (or skipped) when its step settles."""
+
+    node: int
+    mechanism: str                  # slateWrite | gate
+    target: Target
+    policy: str
+    key: str | None = None
+    value: Any = None
+    metatag_type: str | None = None
+    branch: str | None = None       # gate writes: then | else
+    source: str | None = None       # gate writes: the source, described
+    skip: str | None = None         # set when the write is already known not to happen
+
+
 class _Skip(Exception):
     """A write that cannot be done as asked; the file is left as it was."""
 
 
 def _as_text(value: Any) -> str:
+    if isinstance(value, Survivors):
+        return "\n\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return "\n\n".join(value)
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -51,103 +74,152 @@ def _key_of(value: Any) -> Any:
 
 
 def merge_by_key(existing: list, items: list, key: str) -> tuple[list, list]:
-    """Order kept, matching keys replaced in place, new keys appended; items without the key are returned apart."""
-    merged = list(existing)
-    where = {}
-    for i, item in enumerate(merged):
-        if isinstance(item, dict) and key in item:
-            where[_key_of(item[key])] = i
+    """Order kept, matching keys replaced in place, new keys appended; items without the key are returned
+    apart. Existing entries that share a key with an incoming item are all replaced by it: the first
+    keeps its place, the others go (seed 003: "existing entries with matching keys are replaced")."""
+    incoming: dict[Any, Any] = {}
+    order: list[Any] = []
     skipped = []
     for item in items:
         if not isinstance(item, dict) or key not in item:
             skipped.append(item)
             continue
         k = _key_of(item[key])
-        if k in where:
-            merged[where[k]] = item
-        else:
-            where[k] = len(merged)
-            merged.append(item)
+        if k not in incoming:
+            order.append(k)
+        incoming[k] = item              # a key repeated in one write: the last item wins
+    merged: list = []
+    placed: set = set()
+    for item in existing:
+        k = _key_of(item[key]) if isinstance(item, dict) and key in item else None
+        if k is not None and k in incoming:
+            if k not in placed:
+                merged.append(incoming[k])
+                placed.add(k)
+            continue
+        merged.append(item)
+    merged.extend(incoming[k] for k in order if k not in placed)
     return merged, skipped
 
 
 def _json_items(value: Any) -> list:
+    if isinstance(value, Survivors):
+        out: list = []
+        for v in value:
+            out.extend(_json_items(v))
+        return out
     if isinstance(value, str):
         ext = extract(value)
         if not ext.found:
             raise _Skip("mergeByKey needs JSON, and the source holds none")
         value = ext.value
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        out = []
-        for v in value:
-            out.extend(_json_items(v))
-        return out
     return value if isinstance(value, list) else [value]
 
 
+def _typed(value: Any, mtype: str | None) -> Any:
+    """A source value shaped for a metatag of declared type `mtype` (SPEC §1's types)."""
+    if mtype == "string":
+        return _as_text(value)
+    if isinstance(value, Survivors):       # several survivors to a JSON-typed metatag: a JSON array
+        return [_typed(v, "object" if mtype != "string[]" else "string") for v in value]
+    if isinstance(value, str) and mtype is not None:
+        ext = extract(value)
+        if ext.found and ext.method == "strict":
+            parsed = ext.value
+            if mtype == "object" or value_matches_type(parsed, mtype):
+                return parsed
+    return value
+
+
+def _check_type(name: str, value: Any, mtype: str | None) -> None:
+    if mtype is not None and value is not None and not value_matches_type(value, mtype):
+        shown = json.dumps(value, ensure_ascii=False)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise _Skip(f'metatag "{name}" is declared {mtype}, and the new value would be {shown} '
+                    "(the slate's schema is enforced)")
+
+
 def write_value(store, target: Target, value: Any, on: str, key: str | None, metatag_type: str | None) -> WriteOutcome:
-    """Write `value` to a file's contents or to a metatag with the given policy."""
-    folder = store.slate(target.slate).folder(target.folder)
-    skipped: list = []
+    """Write `value` to a file's contents or to a metatag with the given policy; never raises for a
+    write that cannot be done (it is a skipped WriteOutcome with the reason)."""
     try:
-        if target.metatag is None:
-            if on == "overwrite":
-                text = _as_text(value)
-                folder.write_text(target.file, text)
-                return WriteOutcome("written", chars=len(text))
-            if on == "append":
-                text = _as_text(value)
-                folder.update_text(target.file, lambda old: append_text(old, text))
-                return WriteOutcome("written", chars=len(text))
-            items = _json_items(value)
-
-            def merge(old: str | None) -> str:
-                if old is None or not old.strip():
-                    current = []
-                else:
-                    try:
-                        current = json.loads(old)
-                    except ValueError:
-                        raise _Skip(f'the existing content of "{target.file}" is not a JSON array') from None
-                    if not isinstance(current, list):
-                        raise _Skip(f'the existing content of "{target.file}" is not a JSON array')
-                merged, left = merge_by_key(current, items, key)
-                skipped.extend(left)
-                return json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
-            new = folder.update_text(target.file, merge)
-            return WriteOutcome("written", chars=len(new), skipped_items=skipped,
-                                reason=f"{len(skipped)} item(s) without key \"{key}\" skipped" if skipped else "")
-        # a metatag
-        is_text = metatag_type == "string"
-        if on == "overwrite":
-            v = _as_text(value) if is_text else value
-            folder.set_metatag(target.file, target.metatag, v)
-            return WriteOutcome("written", chars=len(json.dumps(v, ensure_ascii=False)))
-        if on == "append":
-            if is_text:
-                text = _as_text(value)
-                folder.update_metatag(target.file, target.metatag, lambda old: append_text(old, text))
-                return WriteOutcome("written", chars=len(text))
-
-            def app(old):
-                new = value if isinstance(value, list) else [value]
-                if old is None:
-                    return list(new) if metatag_type in ("string[]", None) or isinstance(value, list) else value
-                return (old if isinstance(old, list) else [old]) + list(new)
-            folder.update_metatag(target.file, target.metatag, app)
-            return WriteOutcome("written")
-        items = _json_items(value)
-
-        def merge_tag(old):
-            current = old if isinstance(old, list) else ([] if old is None else [old])
-            merged, left = merge_by_key(current, items, key)
-            skipped.extend(left)
-            return merged
-        folder.update_metatag(target.file, target.metatag, merge_tag)
-        return WriteOutcome("written", skipped_items=skipped,
-                            reason=f"{len(skipped)} item(s) without key \"{key}\" skipped" if skipped else "")
+        return _write(store, target, value, on, key, metatag_type)
     except _Skip as exc:
         return WriteOutcome("skipped", str(exc))
+    except (LadrError, OSError) as exc:   # a missing file, a refused path, a full disk: not the ladder's fault
+        return WriteOutcome("skipped", f"{type(exc).__name__}: {exc}")
+
+
+def _write(store, target: Target, value: Any, on: str, key: str | None, mtype: str | None) -> WriteOutcome:
+    folder = store.slate(target.slate).folder(target.folder)
+    skipped: list = []
+    if target.metatag is None:
+        if on == "overwrite":
+            text = _as_text(value)
+            folder.write_text(target.file, text)
+            return WriteOutcome("written", chars=len(text))
+        if on == "append":
+            text = _as_text(value)
+            folder.update_text(target.file, lambda old: append_text(old, text))
+            return WriteOutcome("written", chars=len(text))
+        items = _json_items(value)
+
+        def merge(old: str | None) -> str:
+            if old is None or not old.strip():
+                current = []
+            else:
+                try:
+                    current = json.loads(old)
+                except ValueError:
+                    raise _Skip(f'the existing content of "{target.file}" is not a JSON array') from None
+                if not isinstance(current, list):
+                    raise _Skip(f'the existing content of "{target.file}" is not a JSON array')
+            merged, left = merge_by_key(current, items, key)
+            skipped.extend(left)
+            return json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+        new = folder.update_text(target.file, merge)
+        return WriteOutcome("written", chars=len(new), skipped_items=skipped,
+                            reason=f"{len(skipped)} item(s) without key \"{key}\" skipped" if skipped else "")
+    name = target.metatag
+    if not folder.exists(target.file):
+        raise _Skip(f'metatag "{name}" is set on a file, and "{target.file}" does not exist')
+    if on == "overwrite":
+        v = _typed(value, mtype)
+        _check_type(name, v, mtype)
+        folder.set_metatag(target.file, name, v)
+        return WriteOutcome("written", chars=len(json.dumps(v, ensure_ascii=False)))
+    if on == "append":
+        if mtype == "string":
+            text = _as_text(value)
+
+            def app_text(old):
+                new = append_text(old if isinstance(old, str) else None if old is None else _as_text(old), text)
+                return new
+            folder.update_metatag(target.file, name, app_text)
+            return WriteOutcome("written", chars=len(text))
+        typed = _typed(value, mtype)
+
+        def app(old):
+            new = typed if isinstance(typed, list) else [typed]
+            if old is None:
+                result = list(new) if mtype in ("string[]", None) or isinstance(typed, list) else typed
+            else:
+                result = (old if isinstance(old, list) else [old]) + list(new)
+            _check_type(name, result, mtype)
+            return result
+        folder.update_metatag(target.file, name, app)
+        return WriteOutcome("written")
+    items = _json_items(value)
+
+    def merge_tag(old):
+        current = old if isinstance(old, list) else ([] if old is None else [old])
+        merged, left = merge_by_key(current, items, key)
+        skipped.extend(left)
+        _check_type(name, merged, mtype)
+        return merged
+    folder.update_metatag(target.file, name, merge_tag)
+    return WriteOutcome("written", skipped_items=skipped,
+                        reason=f"{len(skipped)} item(s) without key \"{key}\" skipped" if skipped else "")
 
 
 def schema_matched_value(output: str, match: dict, fld: str | None) -> tuple[Any, str | None]:

@@ -1,4 +1,4 @@
-"""Models: the `complete(messages, **hints) -> Completion` interface and its implementations.
+"""Models: the `complete(messages, call=CallInfo) -> Completion` interface and its implementations.
 
 - OfflineModel — the embedded default (`offline`): deterministic, no key, no network
 - ScriptedModel — scripted outputs per step/node (`script:PATH`), also for users' own tests
@@ -6,7 +6,7 @@
 - LiteLLMModel — any litellm model string; litellm is imported on the first call only
 - get_model — name → Model
 """
-from ladr_lab.models.base import Completion, Model, estimate_tokens
+from ladr_lab.models.base import CallInfo, Completion, Model, estimate_tokens
 from ladr_lab.models.embedding import LiteLLMEmbedder
 from ladr_lab.models.litellm_model import LiteLLMModel
 from ladr_lab.models.offline import OfflineModel
@@ -15,6 +15,7 @@ from ladr_lab.models.replay import ReplayModel
 from ladr_lab.models.scripted import ScriptedModel
 
 __all__ = [
+    "CallInfo",
     "Completion",
     "LiteLLMEmbedder",
     "LiteLLMModel",

@@ -1,25 +1,20 @@
-"""The model interface every ladr_lab model keeps: `complete(messages, **hints) -> Completion`.
+"""The model interface every ladr_lab model keeps: `complete(messages, call=CallInfo) -> Completion`.
 
 A model is anything with a `name`, a `max_concurrency` (how many calls the runtime may have in flight
-at once for it) and a `complete` method. The runtime passes these keyword hints, and a model must
-accept and ignore the ones it does not use (so new hints never break old models):
-
-- `step` (step id), `node` (1-based), `nodes` (node count), `round` (1-based call number within this
-  node's step execution), `forced_final` (bool)
-- `request_match`: the step's requestMatch JSON Schema when the step has `retrieve:` and this call is
-  not forced final, else None; `retrieve_as`: the retrieved-documents field name, e.g.
-  "RetrievedDocuments"
-- `output_schema`: a JSON Schema the final output will be matched against (slateWrite.match or
-  if.jsonMatches), if any; `equals`: the string an `if: {equals: ...}` gate compares the output to
-- `depth` (recursion depth, 0 at top), `iteration` (loop iteration)
+at once for it), a `complete` method and a `close` method. The runtime describes each call with one
+value object, `CallInfo` (as httpx hands a transport one `Request`): who asks (step, node, round,
+loop iteration, recursion depth and the `call` steps above), and what the runtime will do with the
+answer (the step's requestMatch, the schema or string a gate or write will test). A model reads what
+it needs and ignores the rest, so new fields never break old models. `CallInfo.hints()` gives the
+same facts as the plain keyword dict of earlier versions (the scripted model's callables get it).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Completion", "Model", "estimate_message_tokens", "estimate_tokens", "system_text", "user_text"]
+__all__ = ["CallInfo", "Completion", "Model", "estimate_message_tokens", "estimate_tokens", "system_text", "user_text"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +29,36 @@ class Completion:
     model: str = ""
 
 
+@dataclass(frozen=True)
+class CallInfo:
+    """What the runtime knows about one model call: who asks, and how the answer will be judged."""
+
+    step: str = ""
+    node: int = 1
+    nodes: int = 1
+    round: int = 1                           # 1-based call number within this node's execution of the step
+    iteration: int = 1                       # loop iteration (a jump back starts a new one)
+    depth: int = 0                           # recursion depth (0 at the top)
+    caller: tuple[str, ...] = ()             # "step/node" of each call step above, outermost first
+    forced_final: bool = False
+    request_match: dict | None = field(default=None, compare=False)   # when this call may be a retrieval
+    retrieve_as: str | None = None           # the retrieved-documents field name, e.g. "RetrievedDocuments"
+    output_schema: dict | None = field(default=None, compare=False)   # slateWrite.match or if.jsonMatches
+    equals: str | None = None                # the string an `if: {equals: ...}` gate compares the output to
+
+    def hints(self) -> dict:
+        """The same facts as a plain keyword dict (the scripted model's callables receive it)."""
+        return {"step": self.step, "node": self.node, "nodes": self.nodes, "round": self.round,
+                "forced_final": self.forced_final, "request_match": self.request_match,
+                "retrieve_as": self.retrieve_as, "output_schema": self.output_schema, "equals": self.equals,
+                "depth": self.depth, "iteration": self.iteration, "caller": self.caller}
+
+    @property
+    def label(self) -> str:
+        """`step/node` (prefixed by the callers' labels in a child run), as messages name a call."""
+        return "/".join((*self.caller, f"{self.step}/{self.node}"))
+
+
 @runtime_checkable
 class Model(Protocol):
     """Anything that turns a system+user message list into a Completion."""
@@ -41,8 +66,12 @@ class Model(Protocol):
     name: str
     max_concurrency: int
 
-    def complete(self, messages: list[dict], **hints) -> Completion:
-        """Answer `messages`; `hints` describe the call (step, node, round, schemas...)."""
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
+        """Answer `messages`; `call` describes the call (step, node, round, schemas...)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the model holds (connections, files); a closed model is not called again."""
         ...
 
 

@@ -54,10 +54,4 @@ def _item_vector(item: Any) -> list:
     return item.embedding
 
 
-def _item_vector(item: Any) -> list:
-    if isinstance(item, dict):
-        return item["embedding"]
-    return item.embedding
-
-
 register_embedder("litellm", LiteLLMEmbedder)

@@ -12,7 +12,7 @@ import os
 import time
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models.base import Completion, estimate_message_tokens, estimate_tokens
+from ladr_lab.models.base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
 
 __all__ = ["LiteLLMModel"]
 
@@ -42,7 +42,7 @@ class LiteLLMModel:
         self.max_concurrency = max_concurrency
         self.params = params
 
-    def complete(self, messages: list[dict], **hints) -> Completion:
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Call `litellm.completion(model=name, messages=messages, **params)` and measure it."""
         litellm = _import_litellm()
         start = time.perf_counter()
@@ -70,6 +70,9 @@ class LiteLLMModel:
             latency=latency,
             model=self.name,
         )
+
+    def close(self) -> None:
+        """Nothing held between calls (litellm pools its own connections)."""
 
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.name!r})"

@@ -54,7 +54,14 @@ import re
 
 from ladr_lab.models._prompt import Prompt, parse_prompt, path_terms, sentences, terms, words
 from ladr_lab.models._schema import Material, build_instance, enum_values, is_valid, properties, resolve
-from ladr_lab.models.base import Completion, estimate_message_tokens, estimate_tokens, system_text, user_text
+from ladr_lab.models.base import (
+    CallInfo,
+    Completion,
+    estimate_message_tokens,
+    estimate_tokens,
+    system_text,
+    user_text,
+)
 
 __all__ = ["OfflineModel"]
 
@@ -70,9 +77,12 @@ class OfflineModel:
         self.name = name
         self.max_concurrency = max_concurrency
 
-    def complete(self, messages: list[dict], **hints) -> Completion:
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Read the prompt and return a retrieval request, a cited extractive answer, or schema JSON."""
-        text = self.respond(messages, **hints)
+        c = call or CallInfo()
+        text = self.respond(messages, request_match=c.request_match, retrieve_as=c.retrieve_as,
+                            output_schema=c.output_schema, equals=c.equals, forced_final=c.forced_final,
+                            node=c.node, nodes=c.nodes)
         return Completion(
             text=text,
             tokens_in=estimate_message_tokens(messages),
@@ -107,6 +117,9 @@ class OfflineModel:
         elif isinstance(equals, str):
             return equals
         return _Answer(prompt).prose()
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def __repr__(self) -> str:
         return "OfflineModel()"

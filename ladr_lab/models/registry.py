@@ -23,8 +23,8 @@ def get_model(name: str | Model | None = None, *, base_dir: Path | None = None) 
 
         return OfflineModel()
     if not isinstance(name, str):
-        if isinstance(name, Model):
-            return name
+        if callable(getattr(name, "complete", None)):
+            return name  # a Model (close() is optional for models written by users)
         raise ModelError(f"not a model name or Model: {name!r}")
     text = name.strip()
     if text in ("", "offline"):

@@ -1,8 +1,9 @@
 """ReplayModel: answer every call with the output recorded in a trace, and say where prompts changed.
 
 `ReplayModel("run.jsonl")` reads the trace's `llm_call` events (other events are ignored) and keys
-each by (step, node, occurrence): the n-th call the runtime makes for a step's node gets the n-th
-output recorded for that step and node. Each incoming message list is compared with the recorded
+each by (callers, step, node, loop iteration, occurrence): the n-th call the runtime makes for a
+step's node in an iteration (of a child run, when `call` steps are above it) gets the n-th output
+recorded there. Each incoming message list is compared with the recorded
 one; every mismatch is appended to `divergences` and the first is kept in `divergence`, as a dict
 `{step, node, round, occurrence, message_index, role, diff}` where `diff` is a short unified diff of
 the message text (recorded → now). A call with no recording fails with ModelError naming the step,
@@ -16,15 +17,15 @@ import threading
 from pathlib import Path
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models.base import Completion, _content_text, estimate_message_tokens, estimate_tokens
+from ladr_lab.models.base import CallInfo, Completion, _content_text, estimate_message_tokens, estimate_tokens
 
 __all__ = ["ReplayModel"]
 
 _DIFF_LINES = 24
 
 
-def _node_key(node) -> str:
-    return "1" if node is None else str(node)
+def _key(caller, step, node, iteration) -> tuple:
+    return (tuple(caller or ()), str(step), "1" if node is None else str(node), int(iteration or 1))
 
 
 def _diff(old: str, new: str) -> str:
@@ -48,8 +49,8 @@ class ReplayModel:
         self.divergence: dict | None = None
         self.divergences: list[dict] = []
         self._lock = threading.Lock()
-        self._recorded: dict[tuple[str, str], list[dict]] = {}
-        self._served: dict[tuple[str, str], int] = {}
+        self._recorded: dict[tuple, list[dict]] = {}
+        self._served: dict[tuple, int] = {}
         self._load()
 
     def _load(self) -> None:
@@ -66,7 +67,7 @@ class ReplayModel:
                 raise ModelError(f"replay trace {self.path}:{lineno}: not a JSON line ({exc.msg})") from exc
             if not isinstance(event, dict) or event.get("type") != "llm_call":
                 continue
-            key = (str(event.get("step")), _node_key(event.get("node")))
+            key = _key(event.get("caller"), event.get("step"), event.get("node"), event.get("iteration"))
             self._recorded.setdefault(key, []).append(event)
 
     @property
@@ -74,29 +75,24 @@ class ReplayModel:
         """How many llm_call events the trace holds."""
         return sum(len(v) for v in self._recorded.values())
 
-    def complete(self, messages: list[dict], **hints) -> Completion:
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Return the recorded output for this step/node's next call, noting any prompt divergence."""
-        step, node = str(hints.get("step")), _node_key(hints.get("node"))
-        key = (step, node)
+        call = call or CallInfo()
+        key = _key(call.caller, call.step, call.node, call.iteration)
         with self._lock:
             index = self._served.get(key, 0)
             recorded = self._recorded.get(key, [])
             if index >= len(recorded):
+                where = f" iteration {call.iteration}" if call.iteration > 1 else ""
                 raise ModelError(
-                    f'replay: no recorded call #{index + 1} for step "{step}" node {node} '
+                    f'replay: no recorded call #{index + 1} for step "{call.step}" node {call.node}{where} '
                     f"({len(recorded)} recorded in {self.path})"
                 )
             self._served[key] = index + 1
             event = recorded[index]
             found = self._compare(event.get("messages") or [], messages)
             if found is not None:
-                found = {
-                    "step": step,
-                    "node": hints.get("node", event.get("node")),
-                    "round": hints.get("round", event.get("round")),
-                    "occurrence": index + 1,
-                    **found,
-                }
+                found = {"step": call.step, "node": call.node, "round": call.round, "occurrence": index + 1, **found}
                 self.divergences.append(found)
                 if self.divergence is None:
                     self.divergence = found
@@ -126,6 +122,9 @@ class ReplayModel:
                     diff = f"role: recorded {a.get('role')!r}, now {b.get('role')!r}\n" + diff
                 return {"message_index": i, "role": b.get("role"), "diff": diff}
         return None
+
+    def close(self) -> None:
+        """Nothing to release (the trace was read whole)."""
 
     def __repr__(self) -> str:
         return f"ReplayModel({str(self.path)!r}, {self.recorded_calls} calls)"

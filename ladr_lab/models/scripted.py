@@ -7,6 +7,7 @@ Like httpx's MockTransport, it is public so users can drive their own ladders de
                    "*": ["fallback for any step"]})
     ScriptedModel(["first call", "second call"])          # same as {"*": [...]}
     ScriptedModel(lambda messages, **hints: "echo")       # computed answers (str or Completion)
+    ScriptedModel(lambda messages, call: call.step)       # a callable may take the CallInfo instead
 
 Keys are looked up as `"STEP/NODE"`, then `"STEP"`, then `"*"`; the FIRST key that exists answers,
 and each key's list is consumed in order independently of the others. When that key's list is used
@@ -18,7 +19,10 @@ defaults to 1 so that, under the runtime, which node gets which output stays det
 `ScriptedModel.from_file(path)` reads SPEC §9's YAML: a mapping from `STEP`, `STEP/NODE` or `"*"`
 to a list of outputs (a bare list means `"*"`); an output that is not a string (a YAML mapping, a
 list, a number) is sent as its JSON text. Every call is recorded in `calls` as
-`{"key", "hints", "messages"}` for assertions.
+`{"key", "hints", "call", "messages"}` for assertions (`hints` is `call.hints()`).
+
+A callable receives `(messages, **call.hints())`, the keyword form of earlier versions, unless its
+signature names a `call` parameter, in which case it receives `(messages, call=CallInfo)`.
 """
 from __future__ import annotations
 
@@ -28,9 +32,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ladr_lab.errors import ModelError, ScriptExhausted
-from ladr_lab.models.base import Completion, estimate_message_tokens, estimate_tokens
+from ladr_lab.models.base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
 
 __all__ = ["ScriptedModel"]
+
+
+def _takes_call(fn) -> bool:
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "call" in params and params["call"].kind is not inspect.Parameter.VAR_KEYWORD
 
 
 def _render(item) -> str | Completion:
@@ -56,10 +69,12 @@ class ScriptedModel:
         self.calls: list[dict] = []
         self._lock = threading.Lock()
         self._handler: Callable[..., str | Completion] | None = None
+        self._handler_takes_call = False
         self._script: dict[str, list] = {}
         self._used: dict[str, int] = {}
         if callable(script) and not isinstance(script, (Mapping, list)):
             self._handler = script
+            self._handler_takes_call = _takes_call(script)
         elif isinstance(script, Mapping):
             for key, outputs in script.items():
                 if isinstance(outputs, (str, bytes)) or not isinstance(outputs, (list, tuple)):
@@ -102,19 +117,20 @@ class ScriptedModel:
         with self._lock:
             return {key: len(outs) - self._used[key] for key, outs in self._script.items()}
 
-    def complete(self, messages: list[dict], **hints) -> Completion:
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Answer with the next scripted output for this call's step/node (see the module docstring)."""
-        step, node = hints.get("step"), hints.get("node")
-        label = f"{step}/{node}" if step is not None and node is not None else str(step or "*")
+        call = call or CallInfo(step="")
+        step, node = call.step or None, call.node
+        hints = call.hints()
+        label = f"{step}/{node}" if step is not None else "*"
         if self._handler is not None:
             with self._lock:
-                self.calls.append({"key": label, "hints": dict(hints), "messages": messages})
-            out = self._handler(messages, **hints)
+                self.calls.append({"key": label, "hints": hints, "call": call, "messages": messages})
+            out = self._handler(messages, call=call) if self._handler_takes_call else self._handler(messages, **hints)
             return self._completion(messages, out)
         keys = []
         if step is not None:
-            if node is not None:
-                keys.append(f"{step}/{node}")
+            keys.append(f"{step}/{node}")
             keys.append(str(step))
         keys.append("*")
         with self._lock:
@@ -127,8 +143,11 @@ class ScriptedModel:
                 raise ScriptExhausted(f'script: no more outputs for "{key}" ({used} used)')
             self._used[key] = used + 1
             out = self._script[key][used]
-            self.calls.append({"key": key, "hints": dict(hints), "messages": messages})
+            self.calls.append({"key": key, "hints": hints, "call": call, "messages": messages})
         return self._completion(messages, out)
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def _completion(self, messages: list[dict], out) -> Completion:
         if isinstance(out, Completion):

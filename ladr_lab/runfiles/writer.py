@@ -91,8 +91,9 @@ class RunFilesWriter:
         self._lock = threading.Lock()
 
     # ---- the listener ----------------------------------------------------------------------------------
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event) -> None:
         """Write the records of one trace event (other event types are ignored)."""
+        event = event.to_dict() if hasattr(event, "to_dict") else event
         handler = getattr(self, "_on_" + str(event.get("type")), None)
         if handler is None:
             return

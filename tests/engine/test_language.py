@@ -37,10 +37,10 @@ def test_slatewrite_append_field_and_skip_reasons(ladder, slates):
                        "extract/3": ['Here: {"fact": "B.", "confidence": 0.8} done'],
                        "extract/4": ["no json"]}, slates)
     writes = r.trace.writes()
-    assert [w["status"] for w in sorted(writes, key=lambda w: w["node"])] == ["written", "skipped", "written", "skipped"]
-    by_node = {w["node"]: w for w in writes}
-    assert "minimum" in by_node[2]["reason"] and "confidence" in by_node[2]["reason"]
-    assert by_node[4]["reason"] == "no JSON found in the output"
+    assert [w.status for w in sorted(writes, key=lambda w: w.node)] == ["written", "skipped", "written", "skipped"]
+    by_node = {w.node: w for w in writes}
+    assert "minimum" in by_node[2].reason and "confidence" in by_node[2].reason
+    assert by_node[4].reason == "no JSON found in the output"
     assert (slates["Memory"] / "facts/core.md").read_text() == "Seed fact.\n\nA.\n\nB."
 
 
@@ -66,7 +66,7 @@ def test_overwrite_and_merge_by_key_with_items_lacking_the_key(ladder, slates):
     merged = json.loads((slates["Memory"] / "registry/entities.md").read_text())
     assert merged == [{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "c", "n": 1}]
     w = r.trace.writes()[0]
-    assert w["skipped_items"] == [{"name": "keyless"}] and 'without key "id"' in w["reason"]
+    assert w.skipped_items == [{"name": "keyless"}] and 'without key "id"' in w.reason
     assert (slates["Memory"] / "facts/best.md").read_text() == "new"
 
 
@@ -81,7 +81,7 @@ def test_merge_by_key_refuses_to_clobber_non_array_content(ladder, slates):
             match: { type: array }
         """)
     r = run_with(lad, {"upsert": ['[{"id": "x"}]']}, slates)
-    assert r.trace.writes()[0]["status"] == "skipped"
+    assert r.trace.writes()[0].status == "skipped"
     assert (slates["Memory"] / "registry/entities.md").read_text() == "prose, not JSON"
 
 
@@ -141,9 +141,9 @@ def test_gates_prune_and_survivors(ladder, slates):
                                             "verify/2": ['{"verdict": "reject"}'],
                                             "verify/3": ['{"verdict": "accept", "n": 3}'], "collect": ["done"]}, slates)
     assert r.status == "completed"
-    gates = sorted(r.trace.of_type("gate"), key=lambda g: g["node"])
-    assert [(g["branch"], g["action"]) for g in gates] == [("then", "write"), ("else", "prune"), ("then", "write")]
-    prompt = r.trace.calls("collect")[0]["messages"][1]["content"]
+    gates = sorted(r.trace.of_type("gate"), key=lambda g: g.node)
+    assert [(g.branch, g.action) for g in gates] == [("then", "write"), ("else", "prune"), ("then", "write")]
+    prompt = r.trace.calls("collect")[0].messages[1]["content"]
     assert '"n": 1' in prompt and '"n": 3' in prompt and "reject" not in prompt
     assert "--- node 1 ---" in prompt and "--- node 2 ---" in prompt
     text = (slates["Memory"] / "facts/verified.md").read_text()
@@ -159,7 +159,7 @@ def test_gate_abort_stops_the_run(ladder, slates):
 def test_zero_survivors_is_a_node_dependency_error(ladder, slates):
     r = run_with(ladder(GATED % "prune"), {"verify": ["x", "y", "z"], "collect": ["never"]}, slates)
     assert r.status == "error" and r.error.startswith("NodeDependencyError: ")
-    assert 'reads step "verify", which left zero survivors' in r.error
+    assert 'reads step "verify", but step "verify" left zero survivors, so the step does not run' in r.error
     assert r.trace.calls("collect") == []
 
 
@@ -171,7 +171,7 @@ def test_equals_gate_jump_skips_steps(ladder, slates):
         - id: fallback
         """)
     r = run_with(lad, {"classify": ["  SKIP "], "record": ["no"], "fallback": ["fell back"]}, slates)
-    assert r.output == "fell back" and [c["step"] for c in r.trace.calls()] == ["classify", "fallback"]
+    assert r.output == "fell back" and [c.step for c in r.trace.calls()] == ["classify", "fallback"]
 
 
 def test_jump_back_loops_are_bounded_by_max_steps(ladder, slates):
@@ -184,10 +184,10 @@ def test_jump_back_loops_are_bounded_by_max_steps(ladder, slates):
         """, head="name: t\nexecutionBudget: { maxSteps: 5 }\n")
     r = run_with(lad, {"draft": ["d1", "d2", "d3"], "critique": ["bad", "bad", "bad"]}, slates)
     assert r.status == "budget_exhausted" and "maxSteps (5)" in r.error
-    assert [c["iteration"] for c in r.trace.calls()] == [1, 1, 2, 2, 3]
+    assert [c.iteration for c in r.trace.calls()] == [1, 1, 2, 2, 3]
     r2 = run_with(lad, {"draft": ["d1", "d2"], "critique": ["bad", "GOOD"]}, slates)
     assert r2.status == "completed" and r2.output == "GOOD"
-    assert "d2" in r2.trace.calls("critique")[1]["messages"][1]["content"]
+    assert "d2" in r2.trace.calls("critique")[1].messages[1]["content"]
 
 
 def test_nodes_disagreeing_on_jump_is_an_error(ladder, slates):
@@ -236,7 +236,7 @@ def test_from_vocabulary_in_gated_writes(ladder, slates):
     assert (f / "n3.md").read_text() == "g3"
     assert (f / "copy.md").read_text() == "Seed fact."
     assert (f / "score.md").read_text() == "7"
-    assert all(w["status"] == "written" for w in r.trace.writes())
+    assert all(w.status == "written" for w in r.trace.writes())
 
 
 def test_runtime_resolution_errors_name_step_and_branch(ladder, slates):
@@ -251,7 +251,9 @@ def test_runtime_resolution_errors_name_step_and_branch(ladder, slates):
         """)
     r = run_with(lad, {"first": ["no"], "later": ["x"]}, slates)
     assert r.status == "error"
-    assert r.error.startswith('SourceResolutionError: Step "first" (if.else): if.else write reads step "later", which has not executed')
+    assert r.error.startswith('SourceResolutionError: Step "first" (if.else): if.else write reads {stepId: later}, '
+                              'which requires step "later" to have executed in the current loop')
+    assert r.exception.step_id == "first" and r.result().error_type == "SourceResolutionError"
 
 
 def test_previous_at_first_step_is_a_runtime_error(ladder, slates):
@@ -286,7 +288,7 @@ def test_normal_nodes_run_concurrently(ladder, slates):
     res = r.run()
     assert state["peak"] > 1
     assert res.output == "node 1\n\nnode 2\n\nnode 3\n\nnode 4"
-    prompts = [c["messages"][1]["content"] for c in sorted(r.trace.calls(), key=lambda c: c["node"])]
+    prompts = [c.messages[1]["content"] for c in sorted(r.trace.calls(), key=lambda c: c.node)]
     assert '"node": 3' in prompts[2] and '"nodes": 4' in prompts[2]
 
 
@@ -298,7 +300,7 @@ def test_sequential_nodes_see_the_previous_node(ladder, slates):
           fields: [{ name: Before, type: ingest, from: { stepId: chain, nodeRef: previous } }]
         """)
     r = run_with(lad, {"chain": ["one", "two", "three"]}, slates)
-    prompts = [c["messages"][1]["content"] for c in r.trace.calls()]
+    prompts = [c.messages[1]["content"] for c in r.trace.calls()]
     assert prompts[0] == "Before:\n" and prompts[1] == "Before:\none" and prompts[2] == "Before:\ntwo"
 
 
@@ -315,7 +317,7 @@ def test_group_branches_and_step_refs_after(ladder, slates):
             - { name: B, type: multi_ingest, from: { stepId: b, nodeRef: accumulate } }
         """)
     r = run_with(lad, {"a": ["from a"], "b": ["b1", "b2"], "join": ["joined"]}, slates)
-    p = r.trace.calls("join")[0]["messages"][1]["content"]
+    p = r.trace.calls("join")[0].messages[1]["content"]
     assert "A:\nfrom a" in p and "b1" in p and "b2" in p and r.output == "joined"
 
 
@@ -336,8 +338,8 @@ def test_call_recursion_is_bounded_and_shares_the_budget(ladder, slates):
     res = r.run()
     assert res.status == "completed", res.error
     assert seen == [0, 1, 2] and res.output == "wwwx"
-    limits = [e for e in r.trace.of_type("call") if e["status"] == "depth_limit"]
-    assert len(limits) == 1 and limits[0]["max_depth"] == 2
+    limits = [e for e in r.trace.of_type("call") if e.status == "depth_limit"]
+    assert len(limits) == 1 and limits[0].max_depth == 2
 
 
 @pytest.mark.parametrize("budget,status", [(2, "budget_exhausted"), (10, "completed")])

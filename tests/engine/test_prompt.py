@@ -7,6 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ladr_lab.engine.prompt import FORCED_FINAL_LINE, assemble_messages, render_value
+from ladr_lab.engine.retrieve import Entry
+from ladr_lab.trace import Fetched
+
+
+def entry(path, mode, status, content=None, **kw):
+    return Entry(Fetched(path=path, mode=mode, status=status, **kw), content)
 
 scalars = st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
                     st.booleans(), st.none())
@@ -23,9 +29,9 @@ def test_any_value_renders_as_indented_json_and_strings_verbatim(value):
 
 def test_assembly_order_blocks_and_forced_line():
     msgs = assemble_messages("SYS", [("Question", "Why?"), ("Index", [{"name": "a.md", "size": 1}])], "Docs",
-                             [[{"path": "a.md", "mode": "files", "status": "fetched", "content": "A"}],
-                              [{"path": "a.md", "mode": "glob", "status": "already_in_context"},
-                               {"path": "b.md", "mode": "files", "status": "not_found"}]], forced_final=True)
+                             [[entry("a.md", "files", "fetched", "A")],
+                              [entry("a.md", "glob", "already_in_context"), entry("b.md", "files", "not_found")]],
+                             forced_final=True)
     assert msgs[0] == {"role": "system", "content": "SYS"}
     assert msgs[1]["content"] == (
         'Question:\nWhy?\n\nIndex:\n[\n  {\n    "name": "a.md",\n    "size": 1\n  }\n]\n\n'

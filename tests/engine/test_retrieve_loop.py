@@ -39,15 +39,15 @@ def test_step_advances_exactly_one_call_and_pending_shows_the_prompt(ladder, sla
     assert len(first) == 1 and "Question:\nQ?" in first[0].messages[1]["content"]
     assert model.calls == []
     ev1 = run.step()
-    assert [e["type"] for e in ev1 if e["type"] == "llm_call"] == ["llm_call"]
-    call = next(e for e in ev1 if e["type"] == "llm_call")
-    assert call["round"] == 1 and call["request_match"] == "retrieval"
-    assert call["fetched"] == [{"path": "core.md", "mode": "files", "status": "fetched", "chars": 45}]
+    assert [e.type for e in ev1 if e.type == "llm_call"] == ["llm_call"]
+    call = next(e for e in ev1 if e.type == "llm_call")
+    assert call.round == 1 and call.request_match == "retrieval"
+    assert [f.to_dict() for f in call.fetched] == [{"path": "core.md", "mode": "files", "status": "fetched", "chars": 45}]
     assert len(model.calls) == 1 and not run.done
     assert "RetrievedDocuments 1:\n--- core.md [files] ---\n# Core" in run.pending[0].messages[1]["content"]
     ev2 = run.step()
     assert run.done and run.status == "completed" and run.output == "Done."
-    assert ev2[-1]["type"] == "run_end" and ev2[-1]["status"] == "completed"
+    assert ev2[-1].type == "run_end" and ev2[-1].status == "completed"
     assert run.step() == []
 
 
@@ -56,9 +56,9 @@ def test_forced_final_after_max_rounds(ladder, slates):
     run = Run(research(ladder, rounds=2), model=model, input="q", slates=slates)
     res = run.run()
     calls = run.trace.calls()
-    assert res.llm_calls == 3 and [c["forced_final"] for c in calls] == [False, False, True]
-    assert calls[-1]["messages"][1]["content"].endswith(FORCED_FINAL_LINE)
-    assert calls[-1]["request_match"] == "final" and res.output == req(files=["x"])
+    assert res.llm_calls == 3 and [c.forced_final for c in calls] == [False, False, True]
+    assert calls[-1].messages[1]["content"].endswith(FORCED_FINAL_LINE)
+    assert calls[-1].request_match == "final" and res.output == req(files=["x"])
     assert "request_match" not in model.calls[2]["hints"] or model.calls[2]["hints"]["request_match"] is None
 
 
@@ -67,8 +67,8 @@ def test_verdict_reasons_name_the_schema_failure(ladder, slates):
     run = Run(research(ladder), model=model, input="q", slates=slates)
     run.run()
     call = run.trace.calls()[0]
-    assert call["request_match"] == "final"
-    assert "'request' is a required property" in call["reason"]
+    assert call.request_match == "final"
+    assert "'request' is a required property" in call.reason
 
 
 def test_bare_form_and_top_k_beside_request(ladder, slates):
@@ -76,8 +76,8 @@ def test_bare_form_and_top_k_beside_request(ladder, slates):
     run = Run(research(ladder, schema=bare), model=ScriptedModel({"research": ['{"files": ["faq.md"]}', "ok"]}),
               input="q", slates=slates)
     run.run()
-    assert run.trace.calls()[0]["request"] == {"files": ["faq.md"]}
-    assert "FAQ-7731" in run.trace.calls()[1]["messages"][1]["content"]
+    assert run.trace.calls()[0].request == {"files": ["faq.md"]}
+    assert "FAQ-7731" in run.trace.calls()[1].messages[1]["content"]
 
 
 def test_modes_order_dedup_and_statuses(ladder, slates):
@@ -85,14 +85,14 @@ def test_modes_order_dedup_and_statuses(ladder, slates):
                                   "metatag": {"name": "tags", "contains": "MATH"}, "glob": "notes/*.md"}})
     run = Run(research(ladder), model=ScriptedModel({"research": [out, "ok"]}), input="q", slates=slates)
     run.run()
-    got = [(f["path"], f["mode"], f["status"]) for f in run.trace.calls()[0]["fetched"]]
+    got = [(f.path, f.mode, f.status) for f in run.trace.calls()[0].fetched]
     assert got == [
         ("core.md", "files", "fetched"), ("core.md", "files", "already_in_context"),
         ("missing.md", "files", "not_found"), ("notes/", "subfolders", "listed"), ("nope/", "subfolders", "not_found"),
         ("notes/algebra.md", "metatag", "fetched"), ("notes/calculus.md", "metatag", "fetched"),
         ("notes/algebra.md", "glob", "already_in_context"), ("notes/calculus.md", "glob", "already_in_context"),
     ]
-    prompt = run.trace.calls()[1]["messages"][1]["content"]
+    prompt = run.trace.calls()[1].messages[1]["content"]
     assert prompt.count("CALCULUS-7731") == 1 and "(not found)" in prompt and "(already in context)" in prompt
 
 
@@ -100,9 +100,9 @@ def test_metatag_without_contains_and_no_match(ladder, slates):
     outs = [req(metatag={"name": "summary"}), req(metatag={"name": "tags", "contains": "zzz"}), "ok"]
     run = Run(research(ladder), model=ScriptedModel({"research": outs}), input="q", slates=slates)
     run.run()
-    first, second = (c["fetched"] for c in run.trace.calls()[:2])
-    assert sorted(f["path"] for f in first) == ["core.md", "notes/algebra.md"]
-    assert second == [{"path": 'tags~"zzz"', "mode": "metatag", "status": "no_match", "chars": 0}]
+    first, second = (c.fetched for c in run.trace.calls()[:2])
+    assert sorted(f.path for f in first) == ["core.md", "notes/algebra.md"]
+    assert [f.to_dict() for f in second] == [{"path": 'tags~"zzz"', "mode": "metatag", "status": "no_match", "chars": 0}]
 
 
 def test_dedup_is_per_node_execution(ladder, slates):
@@ -110,7 +110,7 @@ def test_dedup_is_per_node_execution(ladder, slates):
     model = ScriptedModel({"research": [req(files=["core.md"]), req(files=["core.md"]), "a", "b"]})
     run = Run(lad, model=model, input="q", slates=slates)
     run.run()
-    statuses = sorted(c["fetched"][0]["status"] for c in run.trace.calls() if c.get("fetched"))
+    statuses = sorted(c.fetched[0].status for c in run.trace.calls() if c.get("fetched"))
     assert statuses == ["fetched", "fetched"]
 
 
@@ -118,9 +118,9 @@ def test_similar_to_mode_ranks_the_matching_file_first(ladder, slates):
     out = json.dumps({"request": {"metatag": {"name": "embedding", "similarTo": "derivatives integrals"}}, "topK": 2})
     run = Run(research(ladder), model=ScriptedModel({"research": [out, "ok"]}), input="q", slates=slates)
     run.run()
-    fetched = run.trace.calls()[0]["fetched"]
-    assert 1 <= len(fetched) <= 2 and fetched[0]["path"] == "notes/calculus.md" and fetched[0]["mode"] == "similarTo"
-    assert fetched[0]["score"] > 0
+    fetched = run.trace.calls()[0].fetched
+    assert 1 <= len(fetched) <= 2 and fetched[0].path == "notes/calculus.md" and fetched[0].mode == "similarTo"
+    assert fetched[0].score > 0
 
 
 def test_budget_exhausted_is_a_hard_cap(ladder, slates):
@@ -157,4 +157,4 @@ def test_calls_never_exceed_max_rounds_plus_one_and_nothing_leaves_the_folder(la
     for k in range(1, nodes + 1):
         assert len(run.trace.calls("research", k)) <= rounds + 1
     assert res.llm_calls <= nodes * (rounds + 1)
-    assert all(SECRET not in m["content"] for c in run.trace.calls() for m in c["messages"])
+    assert all(SECRET not in m["content"] for c in run.trace.calls() for m in c.messages)

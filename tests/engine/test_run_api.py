@@ -16,12 +16,12 @@ def test_run_step_finishes_exactly_one_step(ladder, slates):
         """)
     run = Run(lad, model=ScriptedModel({"a": ["x", "y"], "b": ["z"]}), slates=slates)
     first = run.run_step()
-    assert [e["step"] for e in first if e["type"] == "llm_call"] == ["a", "a"]
-    ends = [e for e in first if e["type"] == "step_end"]
-    assert [e["step"] for e in ends] == ["a"] and not run.done
+    assert [e.step for e in first if e.type == "llm_call"] == ["a", "a"]
+    ends = [e for e in first if e.type == "step_end"]
+    assert [e.step for e in ends] == ["a"] and not run.done
     assert run.pending[0].step == "b"      # the run now waits at b's first call
     second = run.run_step()
-    assert [e["type"] for e in second][-1] == "run_end" and run.done and run.output == "z"
+    assert [e.type for e in second][-1] == "run_end" and run.done and run.output == "z"
 
 
 def test_knob_json_text_value_and_node_info_fields(ladder, slates):
@@ -36,7 +36,7 @@ def test_knob_json_text_value_and_node_info_fields(ladder, slates):
         """, head="name: t\nknobs: { n: 7, who: Ann }\n")
     run = Run(lad, model=ScriptedModel(lambda m, **h: "ok"), slates=slates)
     run.run()
-    prompt = run.trace.calls("s", 2)[0]["messages"][1]["content"]
+    prompt = run.trace.calls("s", 2)[0].messages[1]["content"]
     assert prompt == ('Count:\n7\n\nFormat:\n{\n  "answer": "string",\n  "sources": [\n    "path"\n  ]\n}\n\n'
                       'Fixed:\nBe brief, Ann.\n\nMe:\n{\n  "node": 2,\n  "nodes": 2\n}')
 
@@ -59,8 +59,8 @@ def test_trace_tables_and_jsonl_round_trip(ladder, slates, tmp_path):
     fetches = run.trace.to_dataframe("fetches")
     assert list(fetches["status"]) == ["fetched", "not_found"] and list(fetches["path"]) == ["core.md", "nope.md"]
     back = load_trace(out)
-    assert [e["type"] for e in back] == [e["type"] for e in run.trace]
-    assert back.calls()[0]["messages"] == run.trace.calls()[0]["messages"]
+    assert [e.type for e in back] == [e.type for e in run.trace]
+    assert back.calls()[0].messages == run.trace.calls()[0].messages
 
 
 def test_replay_reproduces_a_run_and_reports_the_first_divergence(ladder, slates, tmp_path):
@@ -128,16 +128,16 @@ def test_trace_events_have_the_contract_fields(ladder, slates):
         """)
     run = Run(lad, model=ScriptedModel({"s": ['{"a": 1}']}), slates=slates)
     run.run()
-    call = run.trace.calls()[0]
+    call = run.trace.calls()[0].to_dict()
     for key in ("step", "node", "round", "messages", "output", "forced_final", "request_match"):
         assert key in call
     assert call["request_match"] is None and call["forced_final"] is False
-    (write,) = run.trace.writes()
+    write = run.trace.writes()[0].to_dict()
     assert {k: write[k] for k in ("step", "node", "target", "policy", "status")} == {
         "step": "s", "node": 1, "target": "Memory/facts/core.md", "policy": "append", "status": "written"}
-    assert run.trace.of_type("gate")[0]["branch"] == "else"
+    assert run.trace.of_type("gate")[0].branch == "else"
     end = run.trace.events[-1]
-    assert end["type"] == "run_end" and end["status"] == "completed" and end["output"] == '{"a": 1}'
+    assert end.type == "run_end" and end.status == "completed" and end.output == '{"a": 1}'
     assert json.loads((slates["Memory"] / "facts/core.md").read_text().split("\n\n")[1]) == {"a": 1}
 
 

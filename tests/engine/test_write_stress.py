@@ -47,4 +47,4 @@ def test_engine_nodes_merge_through_a_loop_keep_every_item(ladder, slates):
     assert res.status == "budget_exhausted" and res.llm_calls == 16 * 12
     data = json.loads((slates["Memory"] / "registry/entities.md").read_text())
     assert len(data) == 16 * 12 == len({d["id"] for d in data})
-    assert [w["status"] for w in run.trace.writes()] == ["written"] * (16 * 12)
+    assert [w.status for w in run.trace.writes()] == ["written"] * (16 * 12)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models import LiteLLMModel
+from ladr_lab.models import CallInfo, LiteLLMModel
 
 ROOT = Path(__file__).resolve().parents[2]
 MSGS = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Question:\nhello?"}]
@@ -16,7 +16,7 @@ MSGS = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": 
 
 def test_mock_response_gives_text_tokens_and_latency():
     model = LiteLLMModel("gpt-4o-mini", mock_response="Hello from the mock.")
-    out = model.complete(MSGS, step="research", node=1, round=1, request_match=None)
+    out = model.complete(MSGS, call=CallInfo(step="research", node=1, round=1, request_match=None))
     assert out.text == "Hello from the mock."
     assert out.tokens_in > 0 and out.tokens_out > 0
     assert out.latency > 0 and out.cost >= 0

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ladr_lab.models import OfflineModel
+from ladr_lab.models import CallInfo, OfflineModel
 from ladr_lab.models._prompt import parse_prompt, stem, terms
 
 EXHAUSTED = "Retrieval budget exhausted. Produce your final answer now."
@@ -71,7 +71,7 @@ def user(question, *, index=INDEX, blocks=(), forced=False, extra=()):
 
 def run(messages, **hints):
     hints = {"step": "research", "node": 1, "nodes": 1, "round": 1, "retrieve_as": "RetrievedDocuments", **hints}
-    return OfflineModel().complete(messages, **hints).text
+    return OfflineModel().complete(messages, call=CallInfo(**hints)).text
 
 
 # ------------------------------------------------------------------ requests
@@ -177,7 +177,7 @@ def test_nothing_relevant_is_said_plainly_and_cites_what_was_read():
 def test_step_without_retrieve_answers_from_its_other_fields():
     msgs = [{"role": "system", "content": "Summarize."},
             {"role": "user", "content": "Topic:\nmetatags\n\nFindings:\n" + GLOSSARY}]
-    out = OfflineModel().complete(msgs, step="summarize", node=1).text
+    out = OfflineModel().complete(msgs, call=CallInfo(step="summarize", node=1)).text
     assert "Metatag" in out and "[Findings]" in out
 
 
@@ -239,13 +239,13 @@ def test_impossible_output_schema_falls_back_to_prose():
 
 def test_equals_is_answered_when_there_is_no_other_cue():
     msgs = [{"role": "system", "content": "Say DONE when finished."}, {"role": "user", "content": "Draft:\nsome text"}]
-    assert OfflineModel().complete(msgs, equals="DONE").text == "DONE"
+    assert OfflineModel().complete(msgs, call=CallInfo(equals="DONE")).text == "DONE"
 
 
 def test_same_prompt_same_output_and_tokens_are_estimated():
     msgs = user("What does the glossary say about slates?", blocks=[[("glossary.md", "files", GLOSSARY)]])
-    a = OfflineModel().complete(msgs, request_match=WRAPPED, retrieve_as="RetrievedDocuments")
-    b = OfflineModel().complete(msgs, request_match=WRAPPED, retrieve_as="RetrievedDocuments", unknown_hint=1)
+    a = OfflineModel().complete(msgs, call=CallInfo(request_match=WRAPPED, retrieve_as="RetrievedDocuments"))
+    b = OfflineModel().complete(msgs, call=CallInfo(request_match=WRAPPED, retrieve_as="RetrievedDocuments", step="other", round=3))
     assert a == b
     chars = len(msgs[0]["content"]) + len(msgs[1]["content"])
     assert a.tokens_in == -(-chars // 4) and a.model == "offline" and a.latency == 0.0
@@ -279,7 +279,7 @@ def test_tree_children_are_requested_directly_without_browsing():
             {"name": "notes/", "size": 9, "children": [{"name": "calculus.md", "size": 9}]}]
     msgs = [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Query:\nExplain calculus\n\nFolderTree:\n{json.dumps(tree, indent=2)}"}]
-    obj = json.loads(OfflineModel().complete(msgs, request_match=WRAPPED).text)
+    obj = json.loads(OfflineModel().complete(msgs, call=CallInfo(request_match=WRAPPED)).text)
     assert obj == {"request": {"files": ["notes/calculus.md"]}}
 
 

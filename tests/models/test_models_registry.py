@@ -7,7 +7,7 @@ import pytest
 
 import ladr_lab.models as models
 from ladr_lab.errors import ModelError
-from ladr_lab.models import LiteLLMModel, Model, OfflineModel, ReplayModel, ScriptedModel, get_model
+from ladr_lab.models import CallInfo, LiteLLMModel, Model, OfflineModel, ReplayModel, ScriptedModel, get_model
 
 
 @pytest.mark.parametrize("name", [None, "offline", " offline "])
@@ -19,7 +19,7 @@ def test_script_path_is_relative_to_base_dir(tmp_path):
     (tmp_path / "s.yaml").write_text("research: [hi]\n", encoding="utf-8")
     m = get_model("script:s.yaml", base_dir=tmp_path)
     assert isinstance(m, ScriptedModel)
-    assert m.complete([], step="research", node=1).text == "hi"
+    assert m.complete([], call=CallInfo(step="research", node=1)).text == "hi"
 
 
 def test_script_path_defaults_to_cwd(tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ def test_replay_path(tmp_path):
     event = {"type": "llm_call", "step": "s", "node": 1, "round": 1, "messages": [], "output": "recorded"}
     (tmp_path / "t.jsonl").write_text(json.dumps(event) + "\n", encoding="utf-8")
     m = get_model("replay:t.jsonl", base_dir=tmp_path)
-    assert isinstance(m, ReplayModel) and m.complete([], step="s", node=1).text == "recorded"
+    assert isinstance(m, ReplayModel) and m.complete([], call=CallInfo(step="s", node=1)).text == "recorded"
 
 
 def test_instances_pass_through_and_other_names_are_litellm():

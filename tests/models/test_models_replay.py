@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models import ReplayModel
+from ladr_lab.models import CallInfo, ReplayModel
 
 
 def msgs(user):
@@ -38,22 +38,19 @@ def trace(tmp_path):
 def test_replays_outputs_by_step_node_and_occurrence(trace):
     m = ReplayModel(trace)
     assert m.recorded_calls == 4
-    assert m.complete(msgs("Question:\nslates?\n\nNode:\n2"), step="research", node=2, round=1).text == "node two"
-    assert m.complete(msgs("Question:\nslates?\n\nIndex:\n[]"), step="research", node=1, round=1).text.startswith('{"request"')
+    assert m.complete(msgs("Question:\nslates?\n\nNode:\n2"), call=CallInfo(step="research", node=2, round=1)).text == "node two"
+    assert m.complete(msgs("Question:\nslates?\n\nIndex:\n[]"), call=CallInfo(step="research", node=1, round=1)).text.startswith('{"request"')
     second = m.complete(
-        msgs("Question:\nslates?\n\nIndex:\n[]\n\nRetrievedDocuments 1:\n--- a.md [files] ---\nA"),
-        step="research", node=1, round=2,
-    )
+        msgs("Question:\nslates?\n\nIndex:\n[]\n\nRetrievedDocuments 1:\n--- a.md [files] ---\nA"), call=CallInfo(step="research", node=1, round=2))
     assert second.text == "Slates are folders [a.md]." and second.tokens_out > 0
     assert m.divergence is None and m.divergences == []
 
 
 def test_reports_the_first_divergence_with_a_diff(trace):
     m = ReplayModel(trace)
-    out = m.complete(msgs("Question:\nmetatags?\n\nIndex:\n[]"), step="research", node=1, round=1)
+    out = m.complete(msgs("Question:\nmetatags?\n\nIndex:\n[]"), call=CallInfo(step="research", node=1, round=1))
     assert out.text == '{"request": {"files": ["a.md"]}}'  # still answers with the recording
-    m.complete([{"role": "system", "content": "Changed."}, {"role": "user", "content": "x"}],
-               step="research", node=1, round=2)
+    m.complete([{"role": "system", "content": "Changed."}, {"role": "user", "content": "x"}], call=CallInfo(step="research", node=1, round=2))
     d = m.divergence
     assert (d["step"], d["node"], d["round"], d["message_index"]) == ("research", 1, 1, 1)
     assert "-slates?" in d["diff"] and "+metatags?" in d["diff"]
@@ -62,11 +59,11 @@ def test_reports_the_first_divergence_with_a_diff(trace):
 
 def test_a_call_with_no_recording_is_a_model_error(trace):
     m = ReplayModel(trace)
-    m.complete(msgs("Findings:\nSlates are folders [a.md]."), step="summarize", node=1)
+    m.complete(msgs("Findings:\nSlates are folders [a.md]."), call=CallInfo(step="summarize", node=1))
     with pytest.raises(ModelError, match=r'no recorded call #2 for step "summarize" node 1 \(1 recorded'):
-        m.complete(msgs("again"), step="summarize", node=1)
+        m.complete(msgs("again"), call=CallInfo(step="summarize", node=1))
     with pytest.raises(ModelError, match=r'step "plan" node 1 \(0 recorded'):
-        m.complete(msgs("x"), step="plan", node=1)
+        m.complete(msgs("x"), call=CallInfo(step="plan", node=1))
 
 
 def test_bad_trace_files_are_model_errors(tmp_path):

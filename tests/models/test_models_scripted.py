@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from ladr_lab.errors import ModelError, ScriptExhausted
-from ladr_lab.models import Completion, ScriptedModel
+from ladr_lab.models import CallInfo, Completion, ScriptedModel
 
 MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Question:\nwhy?"}]
 
@@ -16,7 +16,7 @@ def ask(model, step=None, node=None, **hints):
         hints["step"] = step
     if node is not None:
         hints["node"] = node
-    return model.complete(MSGS, **hints).text
+    return model.complete(MSGS, call=CallInfo(**hints)).text
 
 
 def test_step_node_key_wins_over_step_and_star():
@@ -69,14 +69,14 @@ def test_callable_form_gets_messages_and_hints_and_may_return_a_completion():
 
     m = ScriptedModel(handler)
     assert ask(m, "research", 1, round=1) == "echo research"
-    out = m.complete(MSGS, step="research", node=1, round=2)
+    out = m.complete(MSGS, call=CallInfo(step="research", node=1, round=2))
     assert out == Completion("custom", tokens_in=7, model="mine")
     assert seen == [("Question:\nwhy?", "research", 1), ("Question:\nwhy?", "research", 2)]
     assert [c["key"] for c in m.calls] == ["research/1", "research/1"]
 
 
 def test_completion_has_estimated_tokens_and_zero_latency():
-    out = ScriptedModel(["12345678"]).complete(MSGS, step="s", node=1)
+    out = ScriptedModel(["12345678"]).complete(MSGS, call=CallInfo(step="s", node=1))
     assert out.tokens_out == 2
     assert out.tokens_in == 5  # "sys" + "Question:\nwhy?" is 17 chars -> ceil(17 / 4)
     assert out.latency == 0.0 and out.cost == 0.0
@@ -84,9 +84,19 @@ def test_completion_has_estimated_tokens_and_zero_latency():
 
 def test_calls_record_key_hints_and_messages():
     m = ScriptedModel({"*": ["x"]})
-    ask(m, "s", 3, round=1, forced_final=False)
-    assert m.calls == [{"key": "*", "hints": {"step": "s", "node": 3, "round": 1, "forced_final": False},
-                        "messages": MSGS}]
+    ask(m, "s", 3, round=2, forced_final=True)
+    (call,) = m.calls
+    assert call["key"] == "*" and call["messages"] == MSGS
+    assert call["call"] == CallInfo(step="s", node=3, round=2, forced_final=True)
+    assert {k: call["hints"][k] for k in ("step", "node", "round", "forced_final")} == \
+        {"step": "s", "node": 3, "round": 2, "forced_final": True}
+
+
+def test_a_callable_naming_call_gets_the_call_info():
+    seen = []
+    m = ScriptedModel(lambda messages, call: seen.append(call) or f"{call.step}/{call.node}/{call.round}")
+    assert ask(m, "research", 2, round=3) == "research/2/3"
+    assert seen == [CallInfo(step="research", node=2, round=3)]
 
 
 def test_from_file_renders_mapping_items_as_json(tmp_path):

@@ -1,0 +1,91 @@
+"""The engine's generator protocol: node code yields the model calls it needs and is sent the answers.
+
+Every node of every step is a generator of type `CallGen[T]`: it yields a list of `CallRequest`s (the
+calls it is waiting on), is sent `(request_id, Completion | BaseException)` for one of them, and
+returns its result `T`. `parallel()` runs several such generators side by side, so a run can advance
+one model call at a time (`Run.step`) or keep every independent call in flight (`Run.run`).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..errors import LadrError
+from ..models import CallInfo, Completion, Model
+
+T = TypeVar("T")
+Answer = tuple[int, Completion | BaseException]
+CallGen = Generator[list["CallRequest"], Answer, T]
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class CallRequest:
+    """One model call the run is waiting for: who asks (`info`), the exact messages, and the model."""
+
+    id: int
+    info: CallInfo
+    messages: list[dict]
+    model: Model
+
+    @classmethod
+    def new(cls, info: CallInfo, messages: list[dict], model: Model) -> CallRequest:
+        """A request with a fresh id (ids grow, so the smallest pending id is the oldest call)."""
+        return cls(next(_ids), info, messages, model)
+
+    @property
+    def step(self) -> str:
+        """The step id."""
+        return self.info.step
+
+    @property
+    def node(self) -> int:
+        """The node number (1-based)."""
+        return self.info.node
+
+    @property
+    def round(self) -> int:
+        """The call's round within the node's execution of the step."""
+        return self.info.round
+
+    @property
+    def depth(self) -> int:
+        """Recursion depth of the run making the call."""
+        return self.info.depth
+
+
+def parallel(gens: list[CallGen[Any]]) -> CallGen[list[Any]]:
+    """Advance several call-yielding generators side by side; return their results in order.
+
+    An error in one branch lets the others finish (their in-flight calls are not wasted) and is then raised.
+    """
+    pending: dict[int, list[CallRequest]] = {}
+    results: list[Any] = [None] * len(gens)
+    error: BaseException | None = None
+    active: dict[int, CallGen[Any]] = {}
+    for i, g in enumerate(gens):
+        try:
+            pending[i] = next(g)
+            active[i] = g
+        except StopIteration as stop:
+            results[i] = stop.value
+        except LadrError as exc:
+            error = error or exc
+    while active:
+        reqs = [r for i in sorted(active) for r in pending[i]]
+        rid, comp = yield reqs
+        owner = next(i for i in active if any(r.id == rid for r in pending[i]))
+        try:
+            pending[owner] = active[owner].send((rid, comp))
+        except StopIteration as stop:
+            results[owner] = stop.value
+            del active[owner], pending[owner]
+        except LadrError as exc:
+            error = error or exc
+            del active[owner], pending[owner]
+    if error is not None:
+        raise error
+    return results

@@ -1,0 +1,47 @@
+"""Typed trace events of a run: recorded in memory, streamed to JSONL, read back, turned into tables.
+
+Event types (SPEC §9): `run_start`, `step_start`, `llm_call`, `llm_error` (a model call that failed),
+`gate`, `write`, `call`, `step_end`, `run_end`, `internal_error`; each is one frozen class in
+`events.py` with `to_dict()` / `Event.from_dict()`. Every recorded event carries `seq` (0-based order
+in the run) and `t` (seconds since the run started).
+"""
+from .events import (
+    EVENT_TYPES,
+    Call,
+    Event,
+    Fetched,
+    Gate,
+    InternalError,
+    LlmCall,
+    LlmError,
+    RunEnd,
+    RunStart,
+    StepEnd,
+    StepStart,
+    UnknownEvent,
+    Write,
+)
+from .recording import ListenerFailure, ListenerWarning, Trace, load_trace
+from .tables import TABLES
+
+__all__ = [
+    "Call",
+    "EVENT_TYPES",
+    "Event",
+    "Fetched",
+    "Gate",
+    "InternalError",
+    "ListenerFailure",
+    "ListenerWarning",
+    "LlmCall",
+    "LlmError",
+    "RunEnd",
+    "RunStart",
+    "StepEnd",
+    "StepStart",
+    "TABLES",
+    "Trace",
+    "UnknownEvent",
+    "Write",
+    "load_trace",
+]

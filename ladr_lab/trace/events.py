@@ -1,0 +1,331 @@
+"""Typed trace events: one frozen class per event type, with `to_dict()` / `from_dict()`.
+
+The JSONL form is SPEC §9's contract: `{"type", "seq", "t", ...fields}` in a fixed key order. Each
+class lists the fields it always has (written even when None, e.g. a gate's `jump`) and the ones it
+may have (`_OPTIONAL`: written only when set). `depth` and `caller` close every event of a child
+run (a `call` step's recursion) and are left out at the top level. Keys a reader does not know are
+kept in `extra` and written back, so reading and rewriting a newer trace loses nothing.
+
+    >>> e = Gate(step="verify", node=1, condition="equals", matched=True, branch="then",
+    ...          action="continue", jump=None, reason="output equals 'OK'")
+    >>> Event.from_dict(e.to_dict()) == e
+    True
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+__all__ = [
+    "EVENT_TYPES", "Call", "Event", "Fetched", "Gate", "InternalError", "LlmCall", "LlmError", "RunEnd",
+    "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fetched:
+    """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
+
+    path: str                       # canonical folder-relative path (or the query label of a mode)
+    mode: str                       # files | subfolders | metatag | glob | similarTo
+    status: str                     # fetched | not_found | already_in_context | listed | no_match | left_out
+    chars: int = 0                  # characters delivered to the prompt
+    score: float | None = None      # similarTo's cosine
+    asked: str | None = None        # the path as the model wrote it, when it differs from `path`
+    note: str | None = None         # why a no_match / not_found was answered, for the model and the author
+    truncated: bool | None = None   # the content was cut at the fetch bound
+    total_bytes: int | None = None  # size in bytes of what was cut, when truncated
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    _ORDER: ClassVar[tuple[str, ...]] = ("path", "mode", "status", "chars", "score", "asked", "note", "truncated",
+                                         "total_bytes")
+
+    def to_dict(self) -> dict:
+        """The entry as the trace writes it (unset optional keys left out)."""
+        d: dict[str, Any] = {"path": self.path, "mode": self.mode, "status": self.status, "chars": self.chars}
+        for name in self._ORDER[4:]:
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = value
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Fetched:
+        """Read an entry back from its dict form."""
+        known = {k: v for k, v in data.items() if k in cls._ORDER}
+        extra = {k: v for k, v in data.items() if k not in cls._ORDER}
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Base of every trace event: `seq` (0-based order) and `t` (seconds since the run began) are set
+    when the trace records it; `depth` and `caller` locate an event of a child run."""
+
+    TYPE: ClassVar[str] = ""
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+
+    seq: int | None = None
+    t: float | None = None
+    depth: int = 0
+    caller: tuple[str, ...] = ()     # "step/node" of each `call` step above this event, outermost first
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    _BASE: ClassVar[frozenset[str]] = frozenset({"seq", "t", "depth", "caller", "extra"})
+
+    @property
+    def type(self) -> str:
+        """The event type, as written in the `type` key."""
+        return self.TYPE
+
+    @classmethod
+    def own_fields(cls) -> tuple[str, ...]:
+        """This type's fields in the order the trace writes them."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in cls._BASE)
+
+    def _keep(self, name: str, value: Any) -> bool:
+        return value is not None or name not in self._OPTIONAL
+
+    def to_dict(self) -> dict:
+        """The event as one JSONL line holds it, keys in the contract's order."""
+        d: dict[str, Any] = {"type": self.type}
+        if self.seq is not None:
+            d["seq"] = self.seq
+        if self.t is not None:
+            d["t"] = self.t
+        for name in self.own_fields():
+            value = getattr(self, name)
+            if self._keep(name, value):
+                d[name] = _plain(value)
+        if self.depth:
+            d["depth"] = self.depth
+        if self.caller:
+            d["caller"] = list(self.caller)
+        d.update(self.extra)
+        return d
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Event:
+        """The typed event of a dict (a JSONL line); an unknown type becomes an UnknownEvent."""
+        cls = EVENT_TYPES.get(str(data.get("type")), UnknownEvent)
+        names = set(cls.own_fields()) | {"seq", "t", "depth", "caller"}
+        kwargs: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for k, v in data.items():
+            if k == "type":
+                continue
+            (kwargs if k in names else extra)[k] = v
+        if cls is UnknownEvent:
+            kwargs["event_type"] = str(data.get("type"))
+        if "caller" in kwargs:
+            kwargs["caller"] = tuple(kwargs["caller"] or ())
+        if "fetched" in kwargs and kwargs["fetched"] is not None:
+            kwargs["fetched"] = tuple(Fetched.from_dict(f) if isinstance(f, Mapping) else f
+                                      for f in kwargs["fetched"])
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in kwargs and f.name not in cls._BASE
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        for name in missing:          # a trace written by an older ladr_lab may lack a field: None, not a crash
+            kwargs[name] = None
+        return cls(**kwargs, extra=extra)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A field or an extra key by name (None-valued fields count as absent), for generic code."""
+        value = getattr(self, name, None) if name in self.own_fields() or name in self._BASE else None
+        if value is None:
+            return self.extra.get(name, default)
+        return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Fetched):
+        return value.to_dict()
+    if isinstance(value, tuple) and value and isinstance(value[0], Fetched):
+        return [v.to_dict() for v in value]
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStart(Event):
+    """The run began: which ladder, which model, its inputs and budget."""
+
+    TYPE: ClassVar[str] = "run_start"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"run_id"})
+    ladder: str
+    model: str
+    inputs: dict
+    budget: dict
+    run_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepStart(Event):
+    """A step began (once per execution: a loop runs a step again in a new iteration)."""
+
+    TYPE: ClassVar[str] = "step_start"
+    step: str
+    step_type: str
+    nodes: int
+    iteration: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlmCall(Event):
+    """One model call: the exact messages, the output, and how the runtime judged it.
+
+    `request_match` is "retrieval" | "final" | None (no retrieve); `reason` says why. A retrieval
+    carries the parsed `request`, `top_k` and the `fetched` entries. `error` is set when something
+    after the call failed (the output is still here, since it is what one needs to debug that)."""
+
+    TYPE: ClassVar[str] = "llm_call"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error"})
+    step: str
+    node: int
+    round: int
+    iteration: int
+    messages: list
+    output: str
+    forced_final: bool
+    request_match: str | None
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    latency: float = 0.0
+    reason: str | None = None
+    request: dict | None = None
+    top_k: int | None = None
+    fetched: tuple[Fetched, ...] | None = None
+    error: str | None = None
+
+    def _keep(self, name: str, value: Any) -> bool:
+        if name == "top_k":          # written (null included) exactly when the call was a retrieval
+            return self.request_match == "retrieval"
+        return super()._keep(name, value)
+
+    @property
+    def prompt_chars(self) -> int:
+        """Characters of every message's content."""
+        return sum(len(m.get("content") or "") for m in self.messages if isinstance(m, dict))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlmError(Event):
+    """A model call that failed (not counted in llm_calls): what was asked and the error."""
+
+    TYPE: ClassVar[str] = "llm_error"
+    step: str
+    node: int
+    round: int
+    messages: list
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gate(Event):
+    """A node's `if:` decided: condition, matched or not, the branch and action taken, and why."""
+
+    TYPE: ClassVar[str] = "gate"
+    step: str
+    node: int
+    condition: str
+    matched: bool
+    branch: str
+    action: str
+    jump: str | None
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Write(Event):
+    """A write was made or skipped: target, policy, mechanism (slateWrite | gate) and why."""
+
+    TYPE: ClassVar[str] = "write"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"branch", "source", "chars", "skipped_items"})
+    step: str
+    node: int
+    mechanism: str
+    branch: str | None = None
+    target: str
+    policy: str
+    source: str | None = None
+    status: str
+    reason: str = ""
+    chars: int | None = None
+    skipped_items: list | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call(Event):
+    """A `call` step's child run: started, ended (with its status and output), or `depth_limit`."""
+
+    TYPE: ClassVar[str] = "call"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"max_depth", "reason", "ladder", "output"})
+    step: str
+    node: int
+    status: str
+    child_depth: int
+    max_depth: int | None = None
+    reason: str | None = None
+    ladder: str | None = None
+    output: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepEnd(Event):
+    """A step ended: how many nodes survived, and the jump it takes (if any)."""
+
+    TYPE: ClassVar[str] = "step_end"
+    step: str
+    survivors: int
+    nodes: int
+    jump: str | None
+    iteration: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEnd(Event):
+    """The run ended: status, output, error, and the counts. Always the last event."""
+
+    TYPE: ClassVar[str] = "run_end"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error_type", "error_step"})
+    status: str
+    output: str
+    error: str | None
+    llm_calls: int
+    steps: int
+    error_type: str | None = None
+    error_step: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class InternalError(Event):
+    """A bug of ladr_lab's own ended the run; the traceback is kept for the report."""
+
+    TYPE: ClassVar[str] = "internal_error"
+    traceback: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownEvent(Event):
+    """An event of a type this version does not know (kept whole, written back as it was)."""
+
+    event_type: str = "unknown"
+
+    @property
+    def type(self) -> str:
+        """The event type read from the trace."""
+        return self.event_type
+
+    @classmethod
+    def own_fields(cls) -> tuple[str, ...]:
+        """No fields of its own: everything is in `extra`."""
+        return ()
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls for cls in (RunStart, StepStart, LlmCall, LlmError, Gate, Write, Call, StepEnd, RunEnd,
+                              InternalError)
+}

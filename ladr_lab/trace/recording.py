@@ -1,0 +1,173 @@
+"""The Trace: an append-only list of typed events, streamed to JSONL and to listeners, read back.
+
+Listeners are views (the CLI's printer, the run-file writer, notebook widgets): a listener that
+raises never fails the run it watches. Its exception is recorded in `Trace.listener_errors`, a
+`ListenerWarning` is issued once per listener, and the run goes on. `with trace.listening(fn):`
+attaches a listener for a block (as sqlite-utils' `Database.tracer()` does).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from .events import Event, LlmCall, Write
+from .tables import TABLES, rows
+
+Listener = Callable[[Event], Any]
+
+
+class ListenerWarning(UserWarning):
+    """A trace listener raised; the run went on without it seeing that event."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ListenerFailure:
+    """One exception a listener raised: which listener, on which event, and the exception."""
+
+    listener: Listener
+    event: Event
+    exception: BaseException
+
+
+class Trace:
+    """An append-only list of events, optionally streamed to a JSONL file and to listeners."""
+
+    def __init__(self, sink: str | Path | IO[str] | None = None, listeners: Iterable[Listener] = ()) -> None:
+        self.events: list[Event] = []
+        self.listener_errors: list[ListenerFailure] = []
+        self._t0 = time.perf_counter()
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = list(listeners)
+        self._warned: set[int] = set()
+        self._own_sink = False
+        self._sink: IO[str] | None = None
+        if isinstance(sink, (str, Path)):
+            Path(sink).parent.mkdir(parents=True, exist_ok=True)
+            self._sink = open(sink, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._own_sink = True
+        elif sink is not None:
+            self._sink = sink
+
+    # ---- recording -------------------------------------------------------------------------------------
+    def emit(self, event: Event) -> Event:
+        """Record one event (setting seq and t), write it to the sink and tell the listeners."""
+        if not isinstance(event, Event):
+            raise TypeError(f"Trace.emit takes an Event, not {type(event).__name__}")
+        with self._lock:
+            event = dataclasses.replace(event, seq=len(self.events), t=round(time.perf_counter() - self._t0, 6))
+            self.events.append(event)
+            if self._sink is not None:
+                self._sink.write(_line(event))
+                self._sink.flush()
+            listeners = list(self._listeners)
+        for fn in listeners:
+            try:
+                fn(event)
+            except Exception as exc:  # a broken view must never fail the run it displays
+                self._listener_failed(fn, event, exc)
+        return event
+
+    def _listener_failed(self, fn: Listener, event: Event, exc: Exception) -> None:
+        self.listener_errors.append(ListenerFailure(fn, event, exc))
+        if id(fn) not in self._warned:
+            self._warned.add(id(fn))
+            warnings.warn(f"trace listener {getattr(fn, '__qualname__', fn)!r} raised on a {event.type} event "
+                          f"({type(exc).__name__}: {exc}); the run goes on (see Trace.listener_errors)",
+                          ListenerWarning, stacklevel=3)
+
+    def add_listener(self, fn: Listener) -> Listener:
+        """Call `fn(event)` for every event emitted from now on; returns `fn`."""
+        with self._lock:
+            self._listeners.append(fn)
+        return fn
+
+    def remove_listener(self, fn: Listener) -> None:
+        """Stop calling `fn` (no error if it was not attached)."""
+        with self._lock:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
+
+    @contextmanager
+    def listening(self, fn: Listener) -> Iterator[Listener]:
+        """Attach `fn` for the duration of a `with` block."""
+        self.add_listener(fn)
+        try:
+            yield fn
+        finally:
+            self.remove_listener(fn)
+
+    def close(self) -> None:
+        """Close the sink if this trace opened it."""
+        if self._own_sink and self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+    # ---- reading ---------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self.events)
+
+    def __getitem__(self, i: int) -> Event:
+        return self.events[i]
+
+    def of_type(self, kind: str | type[Event]) -> list[Any]:
+        """The events of one type (a type name or an event class), in order."""
+        if isinstance(kind, type):
+            return [e for e in self.events if isinstance(e, kind)]
+        return [e for e in self.events if e.type == kind]
+
+    def calls(self, step: str | None = None, node: int | None = None) -> list[LlmCall]:
+        """The `llm_call` events, optionally of one step and node."""
+        return [e for e in self.events if isinstance(e, LlmCall)
+                and (step is None or e.step == step) and (node is None or e.node == node)]
+
+    def writes(self) -> list[Write]:
+        """The `write` events, in order."""
+        return [e for e in self.events if isinstance(e, Write)]
+
+    def to_dicts(self) -> list[dict]:
+        """Every event as its JSONL dict."""
+        return [e.to_dict() for e in self.events]
+
+    def to_jsonl(self, path: str | Path) -> None:
+        """Write every event to `path`, one JSON object a line."""
+        with open(path, "w", encoding="utf-8") as fh:
+            for e in self.events:
+                fh.write(_line(e))
+
+    def rows(self, kind: str = "calls") -> list[dict]:
+        """The rows `to_dataframe` tabulates, as plain dicts (see `TABLES`)."""
+        return rows(self.events, kind)
+
+    def to_dataframe(self, kind: str = "calls"):
+        """A pandas DataFrame of one of `TABLES`: `calls` (one row a model call), `fetches` (one row a
+        retrieved entry), `writes`, `gates` or `events`."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows(kind))
+
+
+def _line(event: Event) -> str:
+    return json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n"
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Read a JSONL trace file back into a Trace of typed events (blank lines skipped)."""
+    t = Trace()
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                t.events.append(Event.from_dict(json.loads(line)))
+    return t
+
+
+__all__ = ["TABLES", "ListenerFailure", "ListenerWarning", "Trace", "load_trace"]
