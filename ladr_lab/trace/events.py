@@ -142,8 +142,8 @@ class Event:
 def _plain(value: Any) -> Any:
     if isinstance(value, Fetched):
         return value.to_dict()
-    if isinstance(value, tuple) and value and isinstance(value[0], Fetched):
-        return [v.to_dict() for v in value]
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
     return value
 
 

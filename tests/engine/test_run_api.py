@@ -148,3 +148,42 @@ def test_run_accepts_a_ladder_path_and_a_shared_store():
     assert first.run().status == "completed" and first.ladder.name == "research-assistant"
     again = Run(str(root / "examples" / "research.yaml"), input="glob mode", store=first.store)
     assert again.store is first.store and again.run().output == first.output
+
+
+def test_run_closes_the_models_it_made_and_not_the_ones_it_was_given(ladder, slates, monkeypatch):
+    from ladr_lab.models import OfflineModel
+
+    closed = []
+    monkeypatch.setattr(OfflineModel, "close", lambda self: closed.append(self))
+    lad = ladder("- id: a\n")
+    mine = Run(lad, slates=slates, input="q")
+    mine.run()
+    assert closed == [mine.model]
+    given = OfflineModel()
+    Run(lad, model=given, slates=slates, input="q").run()
+    assert closed == [mine.model]
+
+
+def test_a_user_model_needs_only_complete(ladder, slates):
+    class Echo:
+        name = "echo"
+        max_concurrency = 1
+
+        def complete(self, messages, call=None):
+            return f"{call.step}#{call.node} r{call.round} it{call.iteration}"
+
+    run = Run(ladder("- id: a\n"), model=Echo(), slates=slates)
+    assert run.run().output == "a#1 r1 it1"
+
+
+def test_a_failed_model_call_keeps_its_call_and_cause(ladder, slates):
+    def boom(messages, call):
+        raise ConnectionError("provider down")
+
+    run = Run(ladder("- id: a\n"), model=ScriptedModel(boom), slates=slates)
+    res = run.run()
+    assert res.status == "error" and res.error_type == "ModelError" and res.error_step == "a"
+    exc = run.exception
+    assert isinstance(exc.__cause__, ConnectionError) and exc.call.step == "a" and exc.call.round == 1
+    (err,) = run.trace.of_type("llm_error")
+    assert "provider down" in err.error and err.messages[0]["role"] == "system"

@@ -73,3 +73,29 @@ def test_bad_trace_files_are_model_errors(tmp_path):
     bad.write_text('{"type": "llm_call"}\nnot json\n', encoding="utf-8")
     with pytest.raises(ModelError, match=r"bad.jsonl:2"):
         ReplayModel(bad)
+
+
+def test_replay_keys_on_iteration_and_callers(ladder, slates, tmp_path):
+    from ladr_lab.engine import Run
+    from ladr_lab.models import ScriptedModel
+
+    lad = ladder("""
+        - id: draft
+          fields: [{ name: In, type: text, from: input.context }]
+        - id: critique
+          if: { equals: GOOD, then: continue, else: { jump: { stepId: draft } } }
+        - id: fan
+          type: call
+          nodes: 2
+          call: { ladder: self, maxDepth: 1, input: { stepId: draft, nodeRef: accumulate } }
+        """, head="name: t\nexecutionBudget: { maxSteps: 20 }\n")
+    outputs = {"draft": ["d1", "d2", "c-d1", "c-d2"], "critique": ["BAD", "GOOD", "GOOD", "GOOD"]}
+    out = tmp_path / "t.jsonl"
+    first = Run(lad, model=ScriptedModel(outputs), slates=slates, input="x", trace_out=out)
+    assert first.run().status == "completed", first.error
+    replayed = Run(lad, model=ReplayModel(out), slates=slates, input="x")
+    assert replayed.run().status == "completed", replayed.error
+    assert [(c.step, c.iteration, c.caller, c.output) for c in replayed.trace.calls()] == \
+        [(c.step, c.iteration, c.caller, c.output) for c in first.trace.calls()]
+    assert {c.caller for c in first.trace.calls()} == {(), ("fan/1",), ("fan/2",)}
+    assert replayed.model.divergence is None

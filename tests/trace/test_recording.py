@@ -1,0 +1,125 @@
+"""The Trace: listeners never break the run they watch, attach and detach, and events are typed objects."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+
+import pytest
+
+from ladr_lab.engine import Run
+from ladr_lab.models import ScriptedModel
+from ladr_lab.trace import (
+    EVENT_TYPES,
+    Event,
+    Fetched,
+    LlmCall,
+    ListenerWarning,
+    RunEnd,
+    StepStart,
+    Trace,
+    UnknownEvent,
+    Write,
+)
+
+TWO_STEPS = """
+- id: a
+- id: b
+"""
+
+
+@pytest.mark.parametrize("fails_on", ["run_start", "llm_call", "step_end", "run_end"])
+def test_a_listener_that_raises_never_fails_the_run(ladder, slates, fails_on):
+    seen = []
+
+    def broken(event):
+        seen.append(event.type)
+        if event.type == fails_on:
+            raise RuntimeError("view exploded")
+
+    run = Run(ladder(TWO_STEPS), model=ScriptedModel({"a": ["x"], "b": ["y"]}), slates=slates, tracer=broken)
+    with pytest.warns(ListenerWarning, match="view exploded"):
+        res = run.run()
+    assert res.status == "completed" and res.output == "y" and res.error is None
+    assert seen[-1] == "run_end"                       # it kept being called after it failed
+    failures = run.trace.listener_errors
+    assert failures and all(f.event.type == fails_on for f in failures) and failures[0].listener is broken
+    assert isinstance(failures[0].exception, RuntimeError)
+
+
+def test_a_failing_listener_is_warned_about_once(ladder, slates):
+    def always(event):
+        raise ValueError("nope")
+
+    run = Run(ladder(TWO_STEPS), model=ScriptedModel({"a": ["x"], "b": ["y"]}), slates=slates, tracer=always)
+    with pytest.warns(ListenerWarning) as caught:
+        run.run()
+    assert len([w for w in caught if issubclass(w.category, ListenerWarning)]) == 1
+    assert len(run.trace.listener_errors) == len(run.trace.events)
+
+
+def test_listening_attaches_for_a_block_only(ladder, slates):
+    run = Run(ladder(TWO_STEPS), model=ScriptedModel({"a": ["x"], "b": ["y"]}), slates=slates)
+    got = []
+    with run.trace.listening(got.append):
+        run.step()
+    n = len(got)
+    run.run()
+    assert n > 0 and len(got) == n and got == run.trace.events[:n]
+    run.trace.remove_listener(got.append)  # removing one that is gone is not an error
+
+
+def test_emit_takes_typed_events_and_stamps_seq_and_t():
+    t = Trace()
+    with pytest.raises(TypeError):
+        t.emit({"type": "run_start"})  # type: ignore[arg-type]
+    e = t.emit(StepStart(step="s", step_type="normal", nodes=1))
+    assert (e.seq, e.type) == (0, "step_start") and e.t >= 0
+    assert t.emit(StepStart(step="s", step_type="normal", nodes=1)).seq == 1
+
+
+def test_the_sink_gets_one_json_line_per_event():
+    buf = io.StringIO()
+    t = Trace(buf)
+    t.emit(RunEnd(status="completed", output="o", error=None, llm_calls=0, steps=0))
+    (line,) = buf.getvalue().splitlines()
+    assert list(json.loads(line)) == ["type", "seq", "t", "status", "output", "error", "llm_calls", "steps"]
+
+
+def test_optional_fields_are_written_only_when_set_and_required_ones_always():
+    base = dict(step="s", node=1, round=1, iteration=1, messages=[], output="o", forced_final=False, model="m")
+    plain = LlmCall(**base, request_match=None).to_dict()
+    assert "reason" not in plain and "top_k" not in plain and plain["request_match"] is None
+    retrieval = LlmCall(**base, request_match="retrieval", reason="r", request={}, fetched=()).to_dict()
+    assert retrieval["top_k"] is None and retrieval["fetched"] == []        # top_k is written for retrievals
+    w = Write(step="s", node=1, mechanism="slateWrite", target="T", policy="append", status="skipped",
+              reason="no JSON").to_dict()
+    assert list(w) == ["type", "step", "node", "mechanism", "target", "policy", "status", "reason"]
+
+
+def test_child_run_events_carry_depth_and_callers_last():
+    e = dataclasses.replace(StepStart(step="s", step_type="normal", nodes=1), depth=2, caller=("c/1", "c/2"))
+    d = e.to_dict()
+    assert list(d)[-2:] == ["depth", "caller"] and d["caller"] == ["c/1", "c/2"]
+    assert Event.from_dict(d) == e
+
+
+def test_unknown_types_and_keys_are_kept_whole():
+    d = {"type": "from_the_future", "seq": 3, "t": 0.5, "anything": [1, 2]}
+    e = Event.from_dict(d)
+    assert isinstance(e, UnknownEvent) and e.type == "from_the_future" and e.to_dict() == d
+    newer = {"type": "step_end", "seq": 1, "t": 0.1, "step": "s", "survivors": 1, "nodes": 1, "jump": None,
+             "iteration": 1, "added_later": True}
+    assert Event.from_dict(newer).to_dict() == newer and Event.from_dict(newer).get("added_later") is True
+
+
+def test_an_older_trace_missing_a_field_still_reads():
+    e = Event.from_dict({"type": "gate", "step": "s", "node": 1})
+    assert e.type == "gate" and e.condition is None
+
+
+def test_every_event_type_has_a_class_and_round_trips():
+    assert set(EVENT_TYPES) == {"run_start", "step_start", "llm_call", "llm_error", "gate", "write", "call",
+                                "step_end", "run_end", "internal_error"}
+    f = Fetched(path="a.md", mode="files", status="fetched", chars=3, asked="./a.md", truncated=True, total_bytes=9)
+    assert Fetched.from_dict(f.to_dict()) == f
