@@ -1,6 +1,7 @@
 """`ladr-lab run LADDER`: run a ladder and print its rounds (or one JSON summary line)."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import textwrap
@@ -40,7 +41,8 @@ def cmd_run(a) -> int:
             model = f"{kind}:{Path(rel).resolve()}"
     try:
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
-                  run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout))
+                  run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
+                  max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars)
     except LadrError as exc:
         return _fail(a, str(exc), 1)
     res = run.run()
@@ -64,5 +66,19 @@ def add_parser(sub) -> None:
     r.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
     r.add_argument("--trace-out", metavar="FILE.jsonl")
     r.add_argument("--run-dir", metavar="DIR", help="write run files (seed 004 record format) here")
+    r.add_argument("--max-fetch-chars", type=_positive, metavar="N",
+                   help="cut one retrieved entry (or a slateRead file) at N characters (default 50,000)")
+    r.add_argument("--max-round-chars", type=_positive, metavar="N",
+                   help="bound one round's retrieved block to N characters (default 200,000)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
     r.set_defaults(fn=cmd_run)
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {n})")
+    return n

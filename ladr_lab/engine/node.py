@@ -1,7 +1,7 @@
 """One node of a step: its fields, the retrieve rounds (one model call each), then its gate and writes."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..config.model import Action, Step
 from ..errors import LadrError, ModelError, RunError
@@ -66,27 +66,27 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
                         retrieve_as=r.as_ if r else None, output_schema=out_schema,
                         equals=gate.equals if gate else None)
         comp = yield from ask(x, info, messages, step)
-        call = dict(step=step.id, node=node, round=round_, iteration=x.state.iteration, messages=messages,
-                    output=comp.text, forced_final=forced,
-                    model=comp.model or getattr(x.model_for(step), "name", ""), tokens_in=comp.tokens_in,
-                    tokens_out=comp.tokens_out, cost=comp.cost, latency=round(comp.latency, 6))
+        call = LlmCall(step=step.id, node=node, round=round_, iteration=x.state.iteration, messages=messages,
+                       output=comp.text, forced_final=forced, request_match=None,
+                       model=comp.model or getattr(x.model_for(step), "name", ""), tokens_in=comp.tokens_in,
+                       tokens_out=comp.tokens_out, cost=comp.cost, latency=round(comp.latency, 6))
         if r is None:
-            x.emit(LlmCall(**call, request_match=None))
+            x.emit(call)
             break
         if forced:
-            x.emit(LlmCall(**call, request_match="final",
+            x.emit(replace(call, request_match="final",
                            reason="forced final call: its output is final whatever it looks like"))
             break
         verdict = None
         try:
             verdict = judge(comp.text, r.request_match)
             if not verdict.is_request:
-                x.emit(LlmCall(**call, request_match="final", reason=verdict.reason))
+                x.emit(replace(call, request_match="final", reason=verdict.reason))
                 break
             entries = fetch(folder, verdict.request, seen, verdict.top_k, x.limits)
         except Exception as exc:
             # every model output reaches the trace, above all the one whose handling failed
-            x.emit(LlmCall(**call, request_match=None if verdict is None else "retrieval",
+            x.emit(replace(call, request_match=None if verdict is None else "retrieval",
                            reason=None if verdict is None else verdict.reason,
                            request=None if verdict is None else verdict.request,
                            error=f"{type(exc).__name__}: {exc}"))
@@ -98,7 +98,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
             raise
         rounds_retrieved += 1
         blocks.append(render_block(r.as_, rounds_retrieved, entries))
-        x.emit(LlmCall(**call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
+        x.emit(replace(call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
                        top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries)))
     return finish_node(x, step, ctx, comp.text)
 

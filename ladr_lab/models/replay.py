@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from ladr_lab.errors import ModelError
+from ladr_lab.trace import Event, LlmCall
 from ladr_lab.models.base import CallInfo, Completion, _content_text, estimate_message_tokens, estimate_tokens
 
 __all__ = ["ReplayModel"]
@@ -49,7 +50,7 @@ class ReplayModel:
         self.divergence: dict | None = None
         self.divergences: list[dict] = []
         self._lock = threading.Lock()
-        self._recorded: dict[tuple, list[dict]] = {}
+        self._recorded: dict[tuple, list[LlmCall]] = {}
         self._served: dict[tuple, int] = {}
         self._load()
 
@@ -62,12 +63,14 @@ class ReplayModel:
             if not line.strip():
                 continue
             try:
-                event = json.loads(line)
+                data = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ModelError(f"replay trace {self.path}:{lineno}: not a JSON line ({exc.msg})") from exc
-            if not isinstance(event, dict) or event.get("type") != "llm_call":
+            if not isinstance(data, dict) or data.get("type") != "llm_call":
                 continue
-            key = _key(event.get("caller"), event.get("step"), event.get("node"), event.get("iteration"))
+            event = Event.from_dict(data)
+            assert isinstance(event, LlmCall)
+            key = _key(event.caller, event.step, event.node, event.iteration)
             self._recorded.setdefault(key, []).append(event)
 
     @property
@@ -90,18 +93,18 @@ class ReplayModel:
                 )
             self._served[key] = index + 1
             event = recorded[index]
-            found = self._compare(event.get("messages") or [], messages)
+            found = self._compare(event.messages or [], messages)
             if found is not None:
                 found = {"step": call.step, "node": call.node, "round": call.round, "occurrence": index + 1, **found}
                 self.divergences.append(found)
                 if self.divergence is None:
                     self.divergence = found
-        output = event.get("output")
+        output = event.output
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
         return Completion(
             text=text,
-            tokens_in=int(event.get("tokens_in") or estimate_message_tokens(messages)),
-            tokens_out=int(event.get("tokens_out") or estimate_tokens(text)),
+            tokens_in=int(event.tokens_in or estimate_message_tokens(messages)),
+            tokens_out=int(event.tokens_out or estimate_tokens(text)),
             model=self.name,
         )
 
