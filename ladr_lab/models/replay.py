@@ -17,8 +17,8 @@ import threading
 from pathlib import Path
 
 from ladr_lab.errors import ModelError
-from ladr_lab.trace import Event, LlmCall
 from ladr_lab.models.base import CallInfo, Completion, _content_text, estimate_message_tokens, estimate_tokens
+from ladr_lab.trace import Event, LlmCall
 
 __all__ = ["ReplayModel"]
 
