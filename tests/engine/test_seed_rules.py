@@ -7,7 +7,6 @@ import pytest
 
 from ladr_lab.engine import Run
 from ladr_lab.models import ScriptedModel
-from tests.conftest import FULL_REQUEST
 from tests.engine.test_retrieve_loop import req, research
 
 
