@@ -1,7 +1,8 @@
 """The executor: prompt assembly, the retrieve loop, gates, writes, nodes, jumps and recursion."""
 from .calls import CallRequest
+from .judging import Verdict, judge
 from .prompt import FORCED_FINAL_LINE, assemble_messages, render_value
-from .retrieve import Entry, Limits, Verdict, fetch, judge
+from .retrieve import Entry, Limits, fetch
 from .run import Run, RunResult, run_ladder
 
 __all__ = [

@@ -2,27 +2,21 @@
 from __future__ import annotations
 
 from ..config.model import Action, Gate, Step
-from ..jsonx import extract
 from ..trace import Gate as GateEvent
+from ..trace import Judgement
 from .context import Executor
-from .retrieve import schema_problem
+from .judging import judge_equals, judge_json
 from .sources import join_survivors, resolve_source
 from .state import NodeCtx
 from .writes import PlannedWrite, schema_matched_value
 
 
-def gate_verdict(gate: Gate, output: str) -> tuple[bool, str]:
-    """Whether the output meets the gate's condition, and why (as the trace says it)."""
+def gate_verdict(gate: Gate, output: str) -> tuple[Judgement, str]:
+    """Whether the output meets the gate's condition (as data), and why (as the trace says it)."""
     if gate.json_matches is None:
-        ok = output.strip() == gate.equals.strip()
-        return ok, f"output {'equals' if ok else 'does not equal'} {gate.equals!r}"
-    ext = extract(output)
-    if not ext.found:
-        return False, "no JSON found in the output"
-    problem = schema_problem(ext.value, gate.json_matches)
-    if problem is None:
-        return True, f"JSON found ({ext.method}) and it matches jsonMatches"
-    return False, f"JSON found ({ext.method}) but it does not match jsonMatches: {problem}"
+        return judge_equals(output, gate.equals or "")
+    judgement, why, _ = judge_json(output, gate.json_matches, "jsonMatches")
+    return judgement, why
 
 
 def metatag_type(x: Executor, target) -> str | None:
@@ -41,11 +35,12 @@ def decide(x: Executor, step: Step, ctx: NodeCtx, output: str) -> tuple[Action |
     action = None
     gate = step.gate
     if gate is not None:
-        ok, why = gate_verdict(gate, output)
+        judgement, why = gate_verdict(gate, output)
+        ok = judgement.matched
         branch = "then" if ok else "else"
         action = gate.then if ok else gate.else_
         x.emit(GateEvent(step=step.id, node=ctx.node, condition=gate.condition, matched=ok, branch=branch,
-                         action=action.kind, jump=action.jump, reason=why))
+                         action=action.kind, jump=action.jump, reason=why, verdict=judgement))
         ctx.branch = branch
         for w in action.writes:
             value = resolve_source(w.source, ctx, x.state, x.store, f"if.{branch} write")
@@ -57,7 +52,7 @@ def decide(x: Executor, step: Step, ctx: NodeCtx, output: str) -> tuple[Action |
         ctx.branch = None
     sw = step.slate_write
     if sw is not None and (action is None or action.kind not in ("abort", "prune")):
-        value, why = schema_matched_value(output, sw.match, sw.field)
+        value, why, judgement = schema_matched_value(output, sw.match, sw.field)
         planned.append(PlannedWrite(ctx.node, "slateWrite", sw.target, sw.on, sw.key, value,
-                                    metatag_type(x, sw.target), skip=why))
+                                    metatag_type(x, sw.target), skip=why, verdict=judgement))
     return action, planned

@@ -10,8 +10,9 @@ from ..trace import LlmCall, LlmError
 from .calls import CallGen, CallRequest
 from .context import Executor
 from .gates import decide
+from .judging import judge
 from .prompt import assemble_blocks, render_block, render_field
-from .retrieve import fetch, judge
+from .retrieve import fetch
 from .sources import resolve_field
 from .state import NodeCtx, NodeOut, StepResult
 from .writes import PlannedWrite
@@ -81,7 +82,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         try:
             verdict = judge(comp.text, r.request_match)
             if not verdict.is_request:
-                x.emit(replace(call, request_match="final", reason=verdict.reason))
+                x.emit(replace(call, request_match="final", reason=verdict.reason, verdict=verdict.judgement))
                 break
             entries = fetch(folder, verdict.request, seen, verdict.top_k, x.limits)
         except Exception as exc:
@@ -89,6 +90,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
             x.emit(replace(call, request_match=None if verdict is None else "retrieval",
                            reason=None if verdict is None else verdict.reason,
                            request=None if verdict is None else verdict.request,
+                           verdict=None if verdict is None else verdict.judgement,
                            error=f"{type(exc).__name__}: {exc}"))
             if isinstance(exc, LadrError) and not isinstance(exc, RunError):
                 raise RunError(f'Step "{step.id}" node {node} round {round_}: {exc}', step.id, r.path, node=node,
@@ -99,7 +101,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         rounds_retrieved += 1
         blocks.append(render_block(r.as_, rounds_retrieved, entries))
         x.emit(replace(call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
-                       top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries)))
+                       top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries), verdict=verdict.judgement))
     return finish_node(x, step, ctx, comp.text)
 
 

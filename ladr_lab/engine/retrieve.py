@@ -1,6 +1,6 @@
-"""The retrieve loop's judgement and fetching (seeds 000, 001; SPEC §3).
+"""The retrieve loop's fetching (seeds 000, 001; SPEC §3); judging an output is `judging.py`.
 
-`judge(output, schema)` decides whether an output is a retrieval request; `fetch(folder, request, seen,
+`fetch(folder, request, seen,
 top_k, limits)` executes the request's modes in SPEC order (files, subfolders, metatag, glob,
 similarTo) with per-node dedup on the canonical path, and returns one `Entry` per result: the typed
 trace record (`Fetched`) and the text the model is shown.
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PathRefused, SlateError
-from ..jsonx import extract
 from ..trace import Fetched
 
 MODES = ("files", "subfolders", "metatag", "glob", "similarTo")
@@ -43,66 +42,6 @@ class Entry:
 
     fetched: Fetched
     content: str | None = None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Why an output was taken as a retrieval request or as the final answer."""
-
-    is_request: bool
-    request: dict | None
-    top_k: int | None
-    reason: str
-    method: str | None = None
-    json_value: Any = None
-
-
-def _schema_error_text(err) -> str:
-    where = "/".join(str(p) for p in err.absolute_path)
-    return f"{err.message} (at {where or 'the top level'})"
-
-
-_VALIDATORS: dict[int, Any] = {}
-
-
-def validator(schema: dict):
-    """A cached jsonschema validator for a schema (schemas are checked at load time)."""
-    key = id(schema)
-    v = _VALIDATORS.get(key)
-    if v is None or v.schema is not schema:
-        from jsonschema.validators import validator_for
-        v = validator_for(schema)(schema)
-        _VALIDATORS[key] = v
-    return v
-
-
-def schema_problem(value: Any, schema: dict) -> str | None:
-    """The best error of `value` against `schema` as text, or None when it validates."""
-    from jsonschema.exceptions import best_match
-    err = best_match(validator(schema).iter_errors(value))
-    return None if err is None else _schema_error_text(err)
-
-
-def judge(output: str, schema: dict) -> Verdict:
-    """Extract the first JSON block and test it against requestMatch."""
-    ext = extract(output)
-    if not ext.found:
-        return Verdict(False, None, None, "no JSON found in the output, so it is the final answer")
-    problem = schema_problem(ext.value, schema)
-    if problem is not None:
-        return Verdict(False, None, None, f"JSON found ({ext.method}) but it does not match requestMatch: {problem}",
-                       ext.method, ext.value)
-    obj = ext.value
-    req = obj.get("request") if isinstance(obj, dict) and isinstance(obj.get("request"), dict) else obj
-    top_k = None
-    for holder in (obj, req):
-        if isinstance(holder, dict) and isinstance(holder.get("topK"), int) and not isinstance(holder.get("topK"), bool):
-            top_k = holder["topK"]
-    if not isinstance(req, dict):
-        req = {}
-    form = "wrapped" if req is not obj else "bare"
-    return Verdict(True, req, top_k, f"JSON found ({ext.method}) and it matches requestMatch ({form} form)",
-                   ext.method, ext.value)
 
 
 def _short(value: Any, n: int = 60) -> str:

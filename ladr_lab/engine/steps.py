@@ -113,7 +113,7 @@ def _record(x: Executor, step: Step, w: PlannedWrite, status: str, reason: str, 
             skipped_items: list | None = None) -> None:
     x.emit(Write(step=step.id, node=w.node, mechanism=w.mechanism, branch=w.branch, target=w.target.describe(),
                  policy=w.policy, source=w.source, status=status, reason=reason, chars=chars,
-                 skipped_items=skipped_items))
+                 skipped_items=skipped_items, verdict=w.verdict))
 
 
 def _call_node(x: Executor, step: Step, node: int) -> CallGen[NodeOutcome]:

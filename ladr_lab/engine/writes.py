@@ -17,7 +17,8 @@ from ..config.model import Target
 from ..errors import LadrError
 from ..jsonx import extract
 from ..slate import value_matches_type
-from .retrieve import schema_problem
+from ..trace import Judgement
+from .judging import judge_json
 from .state import Survivors
 
 
@@ -45,6 +46,7 @@ class PlannedWrite:
     branch: str | None = None       # gate writes: then | else
     source: str | None = None       # gate writes: the source, described
     skip: str | None = None         # set when the write is already known not to happen
+    verdict: Judgement | None = None  # slateWrite: the output judged against `match`
 
 
 class _Skip(Exception):
@@ -222,17 +224,13 @@ def _write(store, target: Target, value: Any, on: str, key: str | None, mtype: s
                         reason=f"{len(skipped)} item(s) without key \"{key}\" skipped" if skipped else "")
 
 
-def schema_matched_value(output: str, match: dict, fld: str | None) -> tuple[Any, str | None]:
-    """slateWrite's extract → match → field; returns (value, None) or (None, reason it was skipped)."""
-    ext = extract(output)
-    if not ext.found:
-        return None, "no JSON found in the output"
-    problem = schema_problem(ext.value, match)
-    if problem is not None:
-        return None, f"JSON found ({ext.method}) but it does not match slateWrite.match: {problem}"
-    value = ext.value
+def schema_matched_value(output: str, match: dict, fld: str | None) -> tuple[Any, str | None, Judgement]:
+    """slateWrite's extract → match → field: (value, None, judgement) or (None, why it was skipped, judgement)."""
+    judgement, why, value = judge_json(output, match, "match")
+    if not judgement.matched:
+        return None, why, judgement
     if fld is not None:
         if not isinstance(value, dict) or fld not in value:
-            return None, f'the matched JSON has no field "{fld}"'
+            return None, f'the matched JSON has no field "{fld}"', judgement
         value = value[fld]
-    return value, None
+    return value, None, judgement

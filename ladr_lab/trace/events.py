@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
-    "EVENT_TYPES", "Call", "Event", "Fetched", "Gate", "InternalError", "LlmCall", "LlmError", "RunEnd",
+    "EVENT_TYPES", "Call", "Event", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError", "RunEnd",
     "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write",
 ]
 
@@ -58,6 +58,49 @@ class Fetched:
         known = {k: v for k, v in data.items() if k in cls._ORDER}
         extra = {k: v for k, v in data.items() if k not in cls._ORDER}
         return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    """Why an output was judged as it was, as data (the `reason` text says the same in words).
+
+    `test` is what was applied: "requestMatch", "jsonMatches", "match" (slateWrite) or "equals".
+    `extraction` is the JSON extraction rule that found a value ("strict" | "fence" | "balanced"), None
+    when no JSON was found. For a requestMatch match, `form` is "wrapped" or "bare". For a schema failure,
+    `keyword` is the deciding JSON Schema keyword, `schema_path` the JSON pointer of the subschema that
+    holds it and `instance_path` the pointer of the offending value (`maxItems` at
+    `/properties/request/properties/files`, instance `/request/files`)."""
+
+    test: str
+    matched: bool
+    extraction: str | None = None
+    form: str | None = None
+    keyword: str | None = None
+    schema_path: str | None = None
+    instance_path: str | None = None
+    message: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    _ORDER: ClassVar[tuple[str, ...]] = ("test", "matched", "extraction", "form", "keyword", "schema_path",
+                                         "instance_path", "message")
+
+    def to_dict(self) -> dict:
+        """The judgement as the trace writes it (unset keys left out, `test` and `matched` always)."""
+        d: dict[str, Any] = {"test": self.test, "matched": self.matched}
+        for name in self._ORDER[2:]:
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = value
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Judgement:
+        """Read a judgement back from its dict form."""
+        known = {k: v for k, v in data.items() if k in cls._ORDER}
+        known.setdefault("test", "")
+        known.setdefault("matched", False)
+        return cls(**known, extra={k: v for k, v in data.items() if k not in cls._ORDER})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,6 +165,8 @@ class Event:
             kwargs["event_type"] = str(data.get("type"))
         if "caller" in kwargs:
             kwargs["caller"] = tuple(kwargs["caller"] or ())
+        if isinstance(kwargs.get("verdict"), Mapping):
+            kwargs["verdict"] = Judgement.from_dict(kwargs["verdict"])
         if "fetched" in kwargs and kwargs["fetched"] is not None:
             kwargs["fetched"] = tuple(Fetched.from_dict(f) if isinstance(f, Mapping) else f
                                       for f in kwargs["fetched"])
@@ -140,7 +185,7 @@ class Event:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Fetched):
+    if isinstance(value, (Fetched, Judgement)):
         return value.to_dict()
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
@@ -180,7 +225,8 @@ class LlmCall(Event):
     after the call failed (the output is still here, since it is what one needs to debug that)."""
 
     TYPE: ClassVar[str] = "llm_call"
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error"})
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error", "verdict",
+                                                    "provenance"})
     step: str
     node: int
     round: int
@@ -199,6 +245,8 @@ class LlmCall(Event):
     top_k: int | None = None
     fetched: tuple[Fetched, ...] | None = None
     error: str | None = None
+    verdict: Judgement | None = None
+    provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited
 
     def _keep(self, name: str, value: Any) -> bool:
         if name == "top_k":          # written (null included) exactly when the call was a retrieval
@@ -228,6 +276,7 @@ class Gate(Event):
     """A node's `if:` decided: condition, matched or not, the branch and action taken, and why."""
 
     TYPE: ClassVar[str] = "gate"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"verdict"})
     step: str
     node: int
     condition: str
@@ -236,6 +285,7 @@ class Gate(Event):
     action: str
     jump: str | None
     reason: str
+    verdict: Judgement | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,7 +293,7 @@ class Write(Event):
     """A write was made or skipped: target, policy, mechanism (slateWrite | gate) and why."""
 
     TYPE: ClassVar[str] = "write"
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"branch", "source", "chars", "skipped_items"})
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"branch", "source", "chars", "skipped_items", "verdict"})
     step: str
     node: int
     mechanism: str
@@ -255,6 +305,7 @@ class Write(Event):
     reason: str = ""
     chars: int | None = None
     skipped_items: list | None = None
+    verdict: Judgement | None = None     # slateWrite: how the output was judged against `match`
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,131 @@
+"""Judging an output: as a retrieval request (requestMatch), against a gate's condition, against a
+slateWrite's match. Each judgement is data (`trace.Judgement`: the extraction rule, matched or not, the
+form, and for a schema failure the deciding keyword with its schema and instance paths) plus the same in
+words (`reason`). Re-judging a recorded run calls these very functions, so a verdict can be replayed
+against an edited schema without the model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..jsonx import extract
+from ..trace import Judgement
+
+_VALIDATORS: dict[int, Any] = {}
+
+
+def validator(schema: dict):
+    """A cached jsonschema validator for a schema (schemas are checked at load time)."""
+    key = id(schema)
+    v = _VALIDATORS.get(key)
+    if v is None or v.schema is not schema:
+        from jsonschema.validators import validator_for
+        v = validator_for(schema)(schema)
+        _VALIDATORS[key] = v
+    return v
+
+
+def _pointer(parts) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def schema_failure(value: Any, schema: dict):
+    """jsonschema's best error of `value` against `schema`, or None when it validates."""
+    v = validator(schema)
+    if v.is_valid(value):
+        return None
+    from jsonschema.exceptions import best_match
+    return best_match(v.iter_errors(value))
+
+
+def _error_text(err) -> str:
+    where = "/".join(str(p) for p in err.absolute_path)
+    return f"{err.message} (at {where or 'the top level'})"
+
+
+def schema_problem(value: Any, schema: dict) -> str | None:
+    """The best error of `value` against `schema` as text, or None when it validates."""
+    err = schema_failure(value, schema)
+    return None if err is None else _error_text(err)
+
+
+def _failed(test: str, method: str, err) -> Judgement:
+    path = list(err.schema_path)
+    keyword = str(err.validator)
+    if path and path[-1] == keyword:
+        path = path[:-1]
+    return Judgement(test=test, matched=False, extraction=method, keyword=keyword, schema_path=_pointer(path),
+                     instance_path=_pointer(err.path), message=err.message)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why a round's output was taken as a retrieval request or as the final answer."""
+
+    is_request: bool
+    request: dict | None
+    top_k: int | None
+    reason: str
+    judgement: Judgement
+    json_value: Any = None
+
+    @property
+    def method(self) -> str | None:
+        """The extraction rule that found the JSON (None when there was none)."""
+        return self.judgement.extraction
+
+
+def _why_bare(schema: dict, obj: Any) -> str:
+    required = schema.get("required") if isinstance(schema, dict) else None
+    if not required:
+        return "the schema has no `required`, so any JSON object matches"
+    return "it has the required " + ", ".join(f"`{k}`" for k in required)
+
+
+def judge(output: str, schema: dict) -> Verdict:
+    """Extract the first JSON block and test it against requestMatch (seeds 000, 001; SPEC §3)."""
+    ext = extract(output)
+    if not ext.found:
+        return Verdict(False, None, None, "no JSON found in the output, so it is the final answer",
+                       Judgement(test="requestMatch", matched=False))
+    err = schema_failure(ext.value, schema)
+    if err is not None:
+        return Verdict(False, None, None,
+                       f"JSON found ({ext.method}) but it does not match requestMatch: {_error_text(err)}",
+                       _failed("requestMatch", ext.method, err), ext.value)
+    obj = ext.value
+    req = obj.get("request") if isinstance(obj, dict) and isinstance(obj.get("request"), dict) else obj
+    top_k = None
+    for holder in (obj, req):
+        if isinstance(holder, dict) and isinstance(holder.get("topK"), int) and not isinstance(holder.get("topK"), bool):
+            top_k = holder["topK"]
+    if not isinstance(req, dict):
+        req = {}
+    form = "wrapped" if req is not obj else "bare"
+    why = "wrapped form" if form == "wrapped" else f"bare form: {_why_bare(schema, obj)}"
+    return Verdict(True, req, top_k, f"JSON found ({ext.method}) and it matches requestMatch ({why})",
+                   Judgement(test="requestMatch", matched=True, extraction=ext.method, form=form), ext.value)
+
+
+def judge_json(output: str, schema: dict, test: str) -> tuple[Judgement, str, Any]:
+    """An output against a JSON Schema (`test` is "jsonMatches" or "match"): judgement, reason, value."""
+    ext = extract(output)
+    if not ext.found:
+        return Judgement(test=test, matched=False), "no JSON found in the output", None
+    err = schema_failure(ext.value, schema)
+    if err is None:
+        return (Judgement(test=test, matched=True, extraction=ext.method),
+                f"JSON found ({ext.method}) and it matches {_label(test)}", ext.value)
+    return (_failed(test, ext.method, err),
+            f"JSON found ({ext.method}) but it does not match {_label(test)}: {_error_text(err)}", ext.value)
+
+
+def _label(test: str) -> str:
+    return "slateWrite.match" if test == "match" else test
+
+
+def judge_equals(output: str, equals: str) -> tuple[Judgement, str]:
+    """An output against an `equals:` gate: the stripped output equals the string."""
+    ok = output.strip() == equals.strip()
+    return (Judgement(test="equals", matched=ok),
+            f"output {'equals' if ok else 'does not equal'} {equals!r}")
