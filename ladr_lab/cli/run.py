@@ -39,7 +39,15 @@ def cmd_run(a) -> int:
         kind, rel = model.split(":", 1)
         if not Path(rel).is_absolute() and Path(rel).exists():
             model = f"{kind}:{Path(rel).resolve()}"
+    if a.then:
+        if not (model or "").startswith("replay:"):
+            return _fail(a, "--then goes with --model replay:TRACE (mixed replay)", 2)
     try:
+        if a.then:
+            from ..models import ReplayModel
+            path = Path(model.split(":", 1)[1])
+            model = ReplayModel(path if path.is_absolute() else ladder.base_dir / path, then=a.then,
+                                base_dir=ladder.base_dir)
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars)
@@ -49,6 +57,9 @@ def cmd_run(a) -> int:
     if a.json:
         print(json.dumps(res.to_dict(), ensure_ascii=False))
     else:
+        if res.divergence is not None and res.status == "completed":
+            print(f"replay diverged at step {res.divergence['step']} node {res.divergence['node']} round "
+                  f"{res.divergence['round']}; {res.live_calls} call(s) answered live")
         print("\nOutput:\n" + textwrap.indent(res.output or "(empty)", "  "))
         if a.trace_out:
             print(f"Trace: {a.trace_out}")
@@ -62,6 +73,8 @@ def add_parser(sub) -> None:
     r.add_argument("--input", help="sets input.context")
     r.add_argument("--input-json", help="a JSON object of other input fields (input.NAME)")
     r.add_argument("--model", help="offline (default), script:PATH, replay:TRACE, or a litellm model name")
+    r.add_argument("--then", metavar="MODEL", help="with --model replay:TRACE: answer live with MODEL from the "
+                                                   "first divergence on (mixed replay) instead of stopping there")
     r.add_argument("--knob", action="append", default=[], metavar="K=V")
     r.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
     r.add_argument("--trace-out", metavar="FILE.jsonl")

@@ -11,7 +11,7 @@ from .calls import CallGen, CallRequest
 from .context import Executor
 from .gates import decide
 from .judging import judge
-from .prompt import assemble_blocks, render_block, render_field
+from .prompt import FORCED_FINAL_LINE, assemble_blocks, render_block, render_field
 from .retrieve import fetch
 from .sources import resolve_field
 from .state import NodeCtx, NodeOut, StepResult
@@ -50,6 +50,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
     # each field and each round's retrieved block is rendered once; later rounds reuse the text
     blocks = [render_field(f.name, resolve_field(f, ctx, x.state, x.store, x.ladder.knobs, x.limits.entry_chars))
               for f in step.fields]
+    parts: list[list] = [["field", f.name, len(b)] for f, b in zip(step.fields, blocks, strict=True)]
     r = step.retrieve
     folder = x.store.slate(r.slate).folder(r.folder) if r else None
     seen: set[str] = set()
@@ -61,6 +62,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         round_ += 1
         forced = r is not None and round_ > r.max_rounds
         messages = assemble_blocks(step.system_prompt, blocks, forced)
+        sections = parts + ([["forced", "forced final", len(FORCED_FINAL_LINE)]] if forced else [])
         info = CallInfo(step=step.id, node=node, nodes=step.nodes, round=round_, iteration=x.state.iteration,
                         depth=x.depth, caller=x.caller, forced_final=forced,
                         request_match=r.request_match if r and not forced else None,
@@ -70,7 +72,8 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         call = LlmCall(step=step.id, node=node, round=round_, iteration=x.state.iteration, messages=messages,
                        output=comp.text, forced_final=forced, request_match=None,
                        model=comp.model or getattr(x.model_for(step), "name", ""), tokens_in=comp.tokens_in,
-                       tokens_out=comp.tokens_out, cost=comp.cost, latency=round(comp.latency, 6))
+                       tokens_out=comp.tokens_out, cost=comp.cost, latency=round(comp.latency, 6),
+                       provenance=comp.provenance, sections=sections)
         if r is None:
             x.emit(call)
             break
@@ -100,6 +103,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
             raise
         rounds_retrieved += 1
         blocks.append(render_block(r.as_, rounds_retrieved, entries))
+        parts.append(["retrieved", f"{r.as_} {rounds_retrieved}", len(blocks[-1])])
         x.emit(replace(call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
                        top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries), verdict=verdict.judgement))
     return finish_node(x, step, ctx, comp.text)

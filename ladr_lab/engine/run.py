@@ -9,9 +9,11 @@ trace is the same whichever way the run is driven.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 import uuid
+import warnings
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -26,6 +28,7 @@ from ..errors import (
     SourceResolutionError,
 )
 from ..models import Completion, Model, get_model
+from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
 from ..trace import Event, InternalError, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
@@ -52,10 +55,18 @@ class RunResult:
     error_node: int | None = None
     error_path: list | None = None      # where in the ladder document the failing construct is declared
     error_where: str | None = None      # the same as FILE:LINE:COLUMN
+    divergence: dict | None = None      # a replay's first divergence from its recording
+    live_calls: int | None = None       # a replay's calls answered by a live model (0: all from the recording)
 
     def to_dict(self) -> dict:
         """The summary as a JSON-ready dict."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __call__(self) -> RunResult:
+        # `Run.result` was a method before it became a property; calling it still works for one release.
+        warnings.warn("Run.result is a property now: write run.result, not run.result()", DeprecationWarning,
+                      stacklevel=2)
+        return self
 
 
 class Run:
@@ -86,6 +97,9 @@ class Run:
         self.model = get_model(model_spec, base_dir=ladder.base_dir)
         if not hasattr(model_spec, "complete"):
             self._own_models.append(self.model)
+        recorded = getattr(self.model, "recorded_inputs", None)
+        if not self.inputs and recorded:
+            self.inputs = dict(recorded)     # a replay reuses the recorded inputs unless new ones are given
         if tracer is not None:
             self.trace.add_listener(tracer)
         self._bind_slates(slates or {})
@@ -142,13 +156,24 @@ class Run:
         """Model calls made so far (children included)."""
         return self.ledger.llm_calls
 
-    def step(self) -> list[Event]:
-        """Make exactly one model call (the oldest pending one) and return the events it produced."""
+    def step(self, output: str | None = None, *, call: CallRequest | None = None) -> list[Event]:
+        """Make exactly one model call (the oldest pending one, or `call`) and return the events it produced.
+
+        With `output`, the call is answered by that text instead of the model (a fork): it is judged and
+        delivered like a model output, and the trace marks it `provenance: "edited"`."""
         mark = len(self.trace.events)
         self._start()
         if self._pending:
-            req = min(self._pending, key=lambda r: r.id)  # oldest first: round k of every node before round k+1
-            self._deliver(req, self._execute(req))
+            # oldest first: round k of every node before round k+1
+            req = call if call is not None else min(self._pending, key=lambda r: r.id)
+            if req not in self._pending:
+                raise RunError(f"call #{req.id} ({req.step} node {req.node}) is not pending")
+            if output is None:
+                self._deliver(req, self._execute(req))
+            else:
+                text = str(output)
+                self._deliver(req, Completion(text, estimate_message_tokens(req.messages), estimate_tokens(text),
+                                              model="edited", provenance="edited"))
         return self.trace.events[mark:]
 
     def run_step(self) -> list[Event]:
@@ -169,7 +194,7 @@ class Run:
         if workers <= 1:
             while not self.done:
                 self.step()
-            return self.result()
+            return self.result
         inflight: dict[int, Future] = {}
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ladr-node") as pool:
             while not self.done:
@@ -184,8 +209,9 @@ class Run:
                     req = next((r for r in self._pending if r.id == rid), None)
                     if req is not None and not self.done:
                         self._deliver(req, fut.result())
-        return self.result()
+        return self.result
 
+    @property
     def result(self) -> RunResult:
         """The summary of the run as it stands."""
         exc = self.exception
@@ -195,7 +221,9 @@ class Run:
                          steps=self.ledger.steps, cost=round(self.ledger.cost, 8), tokens_in=self.ledger.tokens_in,
                          tokens_out=self.ledger.tokens_out, error_type=type(exc).__name__ if exc else None,
                          error_step=self.error_step, error_node=info.get("node"), error_path=path,
-                         error_where=self.ladder.where(tuple(path)) if path else None)
+                         error_where=self.ladder.where(tuple(path)) if path else None,
+                         divergence=getattr(self.model, "divergence", None),
+                         live_calls=getattr(self.model, "live_calls", None))
 
     def close(self) -> None:
         """Release the models this run created (a model passed in is the caller's to close)."""
@@ -234,8 +262,7 @@ class Run:
             if isinstance(comp, str):
                 comp = Completion(text=comp)
             if not comp.latency:
-                comp = Completion(comp.text, comp.tokens_in, comp.tokens_out, comp.cost,
-                                  time.perf_counter() - t0, comp.model)
+                comp = dataclasses.replace(comp, latency=time.perf_counter() - t0)
             return comp
         except LadrError as exc:
             return exc

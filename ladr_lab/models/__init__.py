@@ -11,7 +11,7 @@ from ladr_lab.models.embedding import LiteLLMEmbedder
 from ladr_lab.models.litellm_model import LiteLLMModel
 from ladr_lab.models.offline import OfflineModel
 from ladr_lab.models.registry import get_model
-from ladr_lab.models.replay import ReplayModel
+from ladr_lab.models.replay import ReplayDivergence, ReplayModel
 from ladr_lab.models.scripted import ScriptedModel
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "LiteLLMModel",
     "Model",
     "OfflineModel",
+    "ReplayDivergence",
     "ReplayModel",
     "ScriptedModel",
     "estimate_tokens",

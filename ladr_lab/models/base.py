@@ -19,7 +19,8 @@ __all__ = ["CallInfo", "Completion", "Model", "estimate_message_tokens", "estima
 
 @dataclass(frozen=True)
 class Completion:
-    """One model answer: its text plus token counts, cost in USD, latency in seconds and model name."""
+    """One model answer: its text plus token counts, cost in USD, latency in seconds, model name, and
+    where it came from (`provenance`: live, recorded, scripted, offline or edited)."""
 
     text: str
     tokens_in: int = 0
@@ -27,6 +28,7 @@ class Completion:
     cost: float = 0.0
     latency: float = 0.0
     model: str = ""
+    provenance: str = "live"
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ class OfflineModel:
             tokens_in=estimate_message_tokens(messages),
             tokens_out=estimate_tokens(text),
             model=self.name,
+            provenance="offline",
         )
 
     def respond(

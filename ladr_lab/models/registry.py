@@ -38,7 +38,7 @@ def get_model(name: str | Model | None = None, *, base_dir: Path | None = None) 
     if text.startswith("replay:"):
         from ladr_lab.models.replay import ReplayModel
 
-        return ReplayModel(_resolve(text[len("replay:"):], base_dir))
+        return ReplayModel(_resolve(text[len("replay:"):], base_dir), base_dir=base_dir)
     from ladr_lab.models.litellm_model import LiteLLMModel
 
     return LiteLLMModel(text)

@@ -1,13 +1,21 @@
-"""ReplayModel: answer every call with the output recorded in a trace, and say where prompts changed.
+"""ReplayModel: answer every call with the output recorded in a trace, and stop (or go live) where the
+run stops matching the recording.
 
-`ReplayModel("run.jsonl")` reads the trace's `llm_call` events (other events are ignored) and keys
-each by (callers, step, node, loop iteration, occurrence): the n-th call the runtime makes for a
-step's node in an iteration (of a child run, when `call` steps are above it) gets the n-th output
-recorded there. Each incoming message list is compared with the recorded
-one; every mismatch is appended to `divergences` and the first is kept in `divergence`, as a dict
-`{step, node, round, occurrence, message_index, role, diff}` where `diff` is a short unified diff of
-the message text (recorded → now). A call with no recording fails with ModelError naming the step,
-node and how many calls were recorded for it.
+`ReplayModel("run.jsonl")` reads the trace's `llm_call` events and keys each by (the `call` steps above,
+step, node, loop iteration, occurrence): the n-th call the runtime makes for a step's node in an
+iteration gets the n-th output recorded there, with its recorded tokens, cost and latency (so a replayed
+run reports what the original cost) and provenance `recorded`.
+
+Each incoming prompt is compared with the recorded one. At the first divergence (a changed prompt, a
+retrieval that fetched something else, a call the recording does not have):
+
+- plain replay raises `ReplayDivergence` (a ModelError): the run ends with status `error`, and the
+  error shows what was recorded and what is sent now;
+- mixed replay, `ReplayModel(path, then=MODEL)` (command line: `--model replay:PATH --then MODEL`),
+  answers that call and every later one with the live model instead.
+
+`divergence` holds the first divergence as a dict `{step, node, round, iteration, occurrence,
+message_index, role, diff}` (`diff` is a unified diff of the message text, recorded → now).
 """
 from __future__ import annotations
 
@@ -17,12 +25,27 @@ import threading
 from pathlib import Path
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models.base import CallInfo, Completion, _content_text, estimate_message_tokens, estimate_tokens
+from ladr_lab.models.base import (
+    CallInfo,
+    Completion,
+    Model,
+    _content_text,
+    estimate_message_tokens,
+    estimate_tokens,
+)
 from ladr_lab.trace import Event, LlmCall
 
-__all__ = ["ReplayModel"]
+__all__ = ["ReplayDivergence", "ReplayModel"]
 
 _DIFF_LINES = 24
+
+
+class ReplayDivergence(ModelError):
+    """A replayed run stopped matching its recording; `divergence` says where and how."""
+
+    def __init__(self, message: str, divergence: dict) -> None:
+        super().__init__(message)
+        self.divergence = divergence
 
 
 def _key(caller, step, node, iteration) -> tuple:
@@ -30,28 +53,34 @@ def _key(caller, step, node, iteration) -> tuple:
 
 
 def _diff(old: str, new: str) -> str:
-    lines = list(
-        difflib.unified_diff(
-            old.splitlines(), new.splitlines(), fromfile="recorded", tofile="now", lineterm="", n=1
-        )
-    )
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), fromfile="recorded", tofile="now",
+                                      lineterm="", n=1))
     if len(lines) > _DIFF_LINES:
         lines = lines[:_DIFF_LINES] + [f"... ({len(lines) - _DIFF_LINES} more diff lines)"]
     return "\n".join(lines)
 
 
 class ReplayModel:
-    """A model that replays the outputs of a recorded trace and records prompt divergences."""
+    """A model that replays the outputs of a recorded trace; `then` answers from the first divergence on."""
 
-    def __init__(self, trace_path: str | Path, *, max_concurrency: int = 8) -> None:
+    def __init__(self, trace_path: str | Path, *, then: str | Model | None = None, max_concurrency: int = 8,
+                 base_dir: Path | None = None) -> None:
         self.path = Path(trace_path)
         self.name = f"replay:{trace_path}"
         self.max_concurrency = max_concurrency
         self.divergence: dict | None = None
         self.divergences: list[dict] = []
+        self.recorded_inputs: dict | None = None
+        self.live_calls = 0
         self._lock = threading.Lock()
         self._recorded: dict[tuple, list[LlmCall]] = {}
         self._served: dict[tuple, int] = {}
+        self._live_from_now = False
+        self.then: Model | None = None
+        if then is not None:
+            from ladr_lab.models.registry import get_model
+            self.then = get_model(then, base_dir=base_dir)
+            self.name += f" then {getattr(self.then, 'name', '?')}"
         self._load()
 
     def _load(self) -> None:
@@ -66,7 +95,11 @@ class ReplayModel:
                 data = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ModelError(f"replay trace {self.path}:{lineno}: not a JSON line ({exc.msg})") from exc
-            if not isinstance(data, dict) or data.get("type") != "llm_call":
+            if not isinstance(data, dict):
+                continue
+            if data.get("type") == "run_start" and self.recorded_inputs is None and not data.get("depth"):
+                self.recorded_inputs = dict(data.get("inputs") or {})
+            if data.get("type") != "llm_call":
                 continue
             event = Event.from_dict(data)
             assert isinstance(event, LlmCall)
@@ -79,44 +112,57 @@ class ReplayModel:
         return sum(len(v) for v in self._recorded.values())
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
-        """Return the recorded output for this step/node's next call, noting any prompt divergence."""
+        """The recorded output for this call; at a divergence, stop (or answer live with `then`)."""
         call = call or CallInfo()
         key = _key(call.caller, call.step, call.node, call.iteration)
         with self._lock:
-            index = self._served.get(key, 0)
-            recorded = self._recorded.get(key, [])
-            if index >= len(recorded):
-                where = f" iteration {call.iteration}" if call.iteration > 1 else ""
-                raise ModelError(
-                    f'replay: no recorded call #{index + 1} for step "{call.step}" node {call.node}{where} '
-                    f"({len(recorded)} recorded in {self.path})"
-                )
-            self._served[key] = index + 1
-            event = recorded[index]
-            found = self._compare(event.messages or [], messages)
-            if found is not None:
-                found = {"step": call.step, "node": call.node, "round": call.round, "occurrence": index + 1, **found}
-                self.divergences.append(found)
-                if self.divergence is None:
-                    self.divergence = found
+            live = self._live_from_now
+            if not live:
+                index = self._served.get(key, 0)
+                recorded = self._recorded.get(key, [])
+                where = {"step": call.step, "node": call.node, "round": call.round, "iteration": call.iteration,
+                         "occurrence": index + 1}
+                if index >= len(recorded):
+                    it = f" iteration {call.iteration}" if call.iteration > 1 else ""
+                    found = {**where, "message_index": None, "role": None,
+                             "diff": f'no recorded call #{index + 1} for step "{call.step}" node {call.node}{it} '
+                                     f"({len(recorded)} recorded in {self.path})"}
+                else:
+                    self._served[key] = index + 1
+                    event = recorded[index]
+                    found = self._compare(event.messages or [], messages)
+                    if found is not None:
+                        found = {**where, **found}
+                if found is not None:
+                    self.divergences.append(found)
+                    if self.divergence is None:
+                        self.divergence = found
+                    if self.then is None:
+                        raise ReplayDivergence(_describe(found), found)
+                    self._live_from_now = live = True
+        if live:
+            assert self.then is not None
+            with self._lock:
+                self.live_calls += 1
+            return self.then.complete(messages, call=call)
         output = event.output
         text = output if isinstance(output, str) else ("" if output is None else json.dumps(output))
         return Completion(
             text=text,
             tokens_in=int(event.tokens_in or estimate_message_tokens(messages)),
             tokens_out=int(event.tokens_out or estimate_tokens(text)),
-            model=self.name,
+            cost=float(event.cost or 0.0),
+            latency=float(event.latency or 0.0),
+            model=event.model or self.name,
+            provenance="recorded",
         )
 
     @staticmethod
     def _compare(old: list[dict], new: list[dict]) -> dict | None:
         for i in range(max(len(old), len(new))):
             if i >= len(old) or i >= len(new):
-                return {
-                    "message_index": i,
-                    "role": (new[i] if i < len(new) else old[i]).get("role"),
-                    "diff": f"recorded {len(old)} messages, now {len(new)}",
-                }
+                return {"message_index": i, "role": (new[i] if i < len(new) else old[i]).get("role"),
+                        "diff": f"recorded {len(old)} messages, now {len(new)}"}
             a, b = old[i], new[i]
             a_text, b_text = _content_text(a.get("content")), _content_text(b.get("content"))
             if a.get("role") != b.get("role") or a_text != b_text:
@@ -127,7 +173,17 @@ class ReplayModel:
         return None
 
     def close(self) -> None:
-        """Nothing to release (the trace was read whole)."""
+        """Close the live model of a mixed replay (the trace itself was read whole)."""
+        if self.then is not None and callable(getattr(self.then, "close", None)):
+            self.then.close()
 
     def __repr__(self) -> str:
         return f"ReplayModel({str(self.path)!r}, {self.recorded_calls} calls)"
+
+
+def _describe(d: dict) -> str:
+    it = f" (iteration {d['iteration']})" if d.get("iteration", 1) > 1 else ""
+    head = f'replay diverged at step "{d["step"]}" node {d["node"]} round {d["round"]}{it}'
+    if d.get("message_index") is None:
+        return f"{head}: {d['diff']}"
+    return f"{head}, in the {d['role']} message; recorded → now:\n{d['diff']}"

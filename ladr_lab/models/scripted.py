@@ -26,6 +26,7 @@ signature names a `call` parameter, in which case it receives `(messages, call=C
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -151,13 +152,14 @@ class ScriptedModel:
 
     def _completion(self, messages: list[dict], out) -> Completion:
         if isinstance(out, Completion):
-            return out
+            return out if out.provenance != "live" else dataclasses.replace(out, provenance="scripted")
         text = _render(out)
         return Completion(
             text=text,
             tokens_in=estimate_message_tokens(messages),
             tokens_out=estimate_tokens(text),
             model=self.name,
+            provenance="scripted",
         )
 
     def __repr__(self) -> str:

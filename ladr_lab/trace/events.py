@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 __all__ = [
-    "EVENT_TYPES", "Call", "Event", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError", "RunEnd",
+    "EVENT_TYPES", "Call", "Event", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError",
+    "PromptSection", "RunEnd",
     "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write",
 ]
 
@@ -226,7 +227,7 @@ class LlmCall(Event):
 
     TYPE: ClassVar[str] = "llm_call"
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error", "verdict",
-                                                    "provenance"})
+                                                    "provenance", "sections"})
     step: str
     node: int
     round: int
@@ -247,6 +248,7 @@ class LlmCall(Event):
     error: str | None = None
     verdict: Judgement | None = None
     provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited
+    sections: list | None = None     # the user message's parts: [kind, name, chars] (field | retrieved | forced)
 
     def _keep(self, name: str, value: Any) -> bool:
         if name == "top_k":          # written (null included) exactly when the call was a retrieval
@@ -257,6 +259,29 @@ class LlmCall(Event):
     def prompt_chars(self) -> int:
         """Characters of every message's content."""
         return sum(len(m.get("content") or "") for m in self.messages if isinstance(m, dict))
+
+    def prompt_sections(self) -> list[PromptSection]:
+        """The prompt as named parts: the system prompt, each field, each retrieved block, the forced-final
+        line (from `sections`; a trace without them gives the system and the whole user message)."""
+        system = next((m.get("content") or "" for m in self.messages if m.get("role") == "system"), "")
+        user = next((m.get("content") or "" for m in reversed(self.messages) if m.get("role") == "user"), "")
+        out = [PromptSection("system", "systemPrompt", system)]
+        if not self.sections:
+            return out + [PromptSection("user", "user", user)]
+        pos = 0
+        for kind, name, chars in self.sections:
+            out.append(PromptSection(kind, name, user[pos:pos + chars]))
+            pos += chars + 2          # blocks are joined by a blank line
+        return out
+
+
+@dataclass(frozen=True)
+class PromptSection:
+    """One named part of a prompt: kind (system | field | retrieved | forced | user), name and text."""
+
+    kind: str
+    name: str
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True)

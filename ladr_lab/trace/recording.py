@@ -130,6 +130,15 @@ class Trace:
         return [e for e in self.events if isinstance(e, LlmCall)
                 and (step is None or e.step == step) and (node is None or e.node == node)]
 
+    def call(self, step: str, node: int = 1, round: int = 1, iteration: int = 1,
+             caller: tuple[str, ...] = ()) -> LlmCall:
+        """The one model call of `step`'s `node` in `round` of loop `iteration` (KeyError if there is none)."""
+        for e in self.events:
+            if isinstance(e, LlmCall) and (e.step, e.node, e.round, e.iteration, e.caller) == \
+                    (step, node, round, iteration, tuple(caller)):
+                return e
+        raise KeyError(f'no call of step "{step}" node {node} round {round} iteration {iteration}')
+
     def writes(self) -> list[Write]:
         """The `write` events, in order."""
         return [e for e in self.events if isinstance(e, Write)]

@@ -253,7 +253,7 @@ def test_runtime_resolution_errors_name_step_and_branch(ladder, slates):
     assert r.status == "error"
     assert r.error.startswith('SourceResolutionError: Step "first" (if.else): if.else write reads {stepId: later}, '
                               'which requires step "later" to have executed in the current loop')
-    assert r.exception.step_id == "first" and r.result().error_type == "SourceResolutionError"
+    assert r.exception.step_id == "first" and r.result.error_type == "SourceResolutionError"
 
 
 def test_previous_at_first_step_is_a_runtime_error(ladder, slates):

@@ -63,7 +63,7 @@ def test_trace_tables_and_jsonl_round_trip(ladder, slates, tmp_path):
     assert back.calls()[0].messages == run.trace.calls()[0].messages
 
 
-def test_replay_reproduces_a_run_and_reports_the_first_divergence(ladder, slates, tmp_path):
+def test_replay_reproduces_a_run_and_stops_at_the_first_divergence(ladder, slates, tmp_path):
     lad = ladder("""
         - id: research
           fields: [{ name: Q, type: text, from: input.context }]
@@ -72,17 +72,97 @@ def test_replay_reproduces_a_run_and_reports_the_first_divergence(ladder, slates
             as: Docs
             maxRounds: 2
             requestMatch: { type: object, required: [files] }
+        - id: after
         """)
     out = tmp_path / "t.jsonl"
-    Run(lad, model=ScriptedModel({"research": ['{"files": ["core.md"]}', "done"]}), slates=slates, input="q",
-        trace_out=out).run()
+    original = Run(lad, model=ScriptedModel({"research": ['{"files": ["core.md"]}', "done"], "after": ["end"]}),
+                   slates=slates, input="q", trace_out=out)
+    original.run()
     same = ReplayModel(out)
-    r1 = Run(lad, model=same, slates=slates, input="q")
-    assert r1.run().output == "done" and same.divergence is None
+    r1 = Run(lad, model=same, slates=slates)          # the recorded inputs are reused
+    res = r1.run()
+    assert res.status == "completed" and res.output == "end" and same.divergence is None and res.live_calls == 0
+    assert [c.provenance for c in r1.trace.calls()] == ["recorded"] * 3
+    assert [c.to_dict() for c in r1.trace.calls()] == [
+        {**c.to_dict(), "seq": c2.seq, "t": c2.t, "provenance": "recorded", "model": "script"}
+        for c, c2 in zip(original.trace.calls(), r1.trace.calls(), strict=True)]
     other = ReplayModel(out)
     r2 = Run(lad, model=other, slates=slates, input="a different question")
-    assert r2.run().output == "done"
-    assert other.divergence is not None and other.divergence["step"] == "research" and other.divergence["round"] == 1
+    res2 = r2.run()
+    assert res2.status == "error" and res2.error_type == "ReplayDivergence" and r2.llm_calls == 0
+    assert "-q" in res2.error and "+a different question" in res2.error
+    assert res2.divergence["step"] == "research" and res2.divergence["round"] == 1
+
+
+def test_a_changed_prompt_at_step_two_replays_step_one_and_reports_step_two(ladder, slates, tmp_path):
+    lad = ladder("""
+        - id: one
+        - id: two
+          systemPrompt: Be brief.
+        """)
+    out = tmp_path / "t.jsonl"
+    Run(lad, model=ScriptedModel({"one": ["first"], "two": ["second"]}), slates=slates, trace_out=out).run()
+    edited = ladder("""
+        - id: one
+        - id: two
+          systemPrompt: Be very brief.
+        """)
+    stop = Run(edited, model=ReplayModel(out), slates=slates)
+    res = stop.run()
+    assert res.status == "error" and [c.step for c in stop.trace.calls()] == ["one"]
+    assert res.divergence["step"] == "two" and "-Be brief." in res.error and "+Be very brief." in res.error
+    mixed = Run(edited, model=ReplayModel(out, then=ScriptedModel({"two": ["live answer"]})), slates=slates)
+    res = mixed.run()
+    assert res.status == "completed" and res.output == "live answer" and res.live_calls == 1
+    assert [c.provenance for c in mixed.trace.calls()] == ["recorded", "scripted"]
+
+
+def test_a_fork_answers_the_pending_call_by_hand_and_is_judged_like_a_model(ladder, slates):
+    lad = ladder("""
+        - id: research
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 2
+            requestMatch: { type: object, required: [files] }
+        """)
+    run = Run(lad, model=ScriptedModel({"research": ["the model's own final answer"]}), slates=slates)
+    events = run.step(output='{"files": ["core.md"]}')
+    (call,) = [e for e in events if e.type == "llm_call"]
+    assert call.provenance == "edited" and call.request_match == "retrieval" and call.fetched[0].status == "fetched"
+    run.run()
+    assert run.output == "the model's own final answer" and run.llm_calls == 2
+    assert [c.provenance for c in run.trace.calls()] == ["edited", "scripted"]
+
+
+def test_result_is_a_property_and_the_old_call_still_works_with_a_warning(ladder, slates):
+    import pytest
+
+    run = Run(ladder("- id: a\n"), model=ScriptedModel(["x"]), slates=slates)
+    run.run()
+    assert run.result.output == "x"
+    with pytest.warns(DeprecationWarning):
+        assert run.result().output == "x"
+
+
+def test_prompt_sections_name_every_part_of_a_prompt(ladder, slates):
+    lad = ladder("""
+        - id: research
+          fields: [{ name: Q, type: text, from: input.context }, { name: Extra, type: text, value: "a\\n\\nb" }]
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 1
+            requestMatch: { type: object, required: [files] }
+          systemPrompt: Sys.
+        """)
+    run = Run(lad, model=ScriptedModel({"research": ['{"files": ["core.md"]}', "x"]}), slates=slates, input="q")
+    run.run()
+    last = run.trace.call("research", 1, 2)
+    got = [(s.kind, s.name, s.text[:12]) for s in last.prompt_sections()]
+    assert got == [("system", "systemPrompt", "Sys."), ("field", "Q", "Q:\nq"), ("field", "Extra", "Extra:\na\n\nb"),
+                   ("retrieved", "Docs 1", "Docs 1:\n--- "), ("forced", "forced final", "Retrieval bu")]
+    assert "\n\n".join(s.text for s in last.prompt_sections()[1:]) == last.messages[1]["content"]
 
 
 def test_cost_report_counts_rounds_nodes_loops_groups_and_calls(ladder):

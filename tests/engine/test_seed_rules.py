@@ -100,7 +100,7 @@ def test_the_output_that_broke_a_round_is_in_the_trace(ladder, slates):
     assert call.output == out and call.request_match == "retrieval" and "corrupt metatags file" in call.error
     exc = run.exception
     assert exc.step_id == "research" and exc.node == 1 and exc.call.round == 1 and exc.__cause__ is not None
-    res = run.result()
+    res = run.result
     assert (res.error_type, res.error_step, res.error_node) == ("RunError", "research", 1)
     assert res.error_where is not None and res.error_where.startswith("<ladder>:")
 

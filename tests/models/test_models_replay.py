@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models import CallInfo, ReplayModel
+from ladr_lab.models import CallInfo, ReplayDivergence, ReplayModel, ScriptedModel
 
 
 def msgs(user):
@@ -46,21 +46,44 @@ def test_replays_outputs_by_step_node_and_occurrence(trace):
     assert m.divergence is None and m.divergences == []
 
 
-def test_reports_the_first_divergence_with_a_diff(trace):
+def test_stops_at_the_first_divergence_with_a_diff(trace):
     m = ReplayModel(trace)
-    out = m.complete(msgs("Question:\nmetatags?\n\nIndex:\n[]"), call=CallInfo(step="research", node=1, round=1))
-    assert out.text == '{"request": {"files": ["a.md"]}}'  # still answers with the recording
-    m.complete([{"role": "system", "content": "Changed."}, {"role": "user", "content": "x"}], call=CallInfo(step="research", node=1, round=2))
+    with pytest.raises(ReplayDivergence) as info:
+        m.complete(msgs("Question:\nmetatags?\n\nIndex:\n[]"), call=CallInfo(step="research", node=1, round=1))
     d = m.divergence
+    assert info.value.divergence is d and isinstance(info.value, ModelError)
     assert (d["step"], d["node"], d["round"], d["message_index"]) == ("research", 1, 1, 1)
-    assert "-slates?" in d["diff"] and "+metatags?" in d["diff"]
-    assert len(m.divergences) == 2 and m.divergences[1]["message_index"] == 0
+    assert "-slates?" in d["diff"] and "+metatags?" in d["diff"] and "+metatags?" in str(info.value)
+
+
+def test_mixed_replay_goes_live_from_the_divergence_on(trace):
+    live = ScriptedModel(["live one", "live two"])
+    m = ReplayModel(trace, then=live)
+    first = m.complete(msgs("Question:\nslates?\n\nNode:\n2"), call=CallInfo(step="research", node=2, round=1))
+    assert (first.text, first.provenance) == ("node two", "recorded")
+    changed = m.complete(msgs("Question:\nmetatags?"), call=CallInfo(step="research", node=1, round=1))
+    same_as_recorded = m.complete(msgs("Findings:\nSlates are folders [a.md]."), call=CallInfo(step="summarize"))
+    assert (changed.text, changed.provenance) == ("live one", "scripted")
+    assert same_as_recorded.text == "live two" and m.live_calls == 2   # live from the divergence on
+    assert m.divergence["step"] == "research"
+
+
+def test_recorded_tokens_cost_and_latency_are_kept(tmp_path):
+    event = {"type": "llm_call", "step": "s", "node": 1, "round": 1, "iteration": 1, "messages": msgs("x"),
+             "output": "o", "forced_final": False, "request_match": None, "model": "openai/gpt-4o-mini",
+             "tokens_in": 120, "tokens_out": 30, "cost": 0.0042, "latency": 1.5}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"type": "run_start", "inputs": {"context": "q"}}) + "\n" + json.dumps(event) + "\n")
+    m = ReplayModel(path)
+    c = m.complete(msgs("x"), call=CallInfo(step="s"))
+    assert (c.tokens_in, c.tokens_out, c.cost, c.latency, c.model) == (120, 30, 0.0042, 1.5, "openai/gpt-4o-mini")
+    assert m.recorded_inputs == {"context": "q"}
 
 
 def test_a_call_with_no_recording_is_a_model_error(trace):
     m = ReplayModel(trace)
     m.complete(msgs("Findings:\nSlates are folders [a.md]."), call=CallInfo(step="summarize", node=1))
-    with pytest.raises(ModelError, match=r'no recorded call #2 for step "summarize" node 1 \(1 recorded'):
+    with pytest.raises(ReplayDivergence, match=r'no recorded call #2 for step "summarize" node 1 \(1 recorded'):
         m.complete(msgs("again"), call=CallInfo(step="summarize", node=1))
     with pytest.raises(ModelError, match=r'step "plan" node 1 \(0 recorded'):
         m.complete(msgs("x"), call=CallInfo(step="plan", node=1))

@@ -70,7 +70,7 @@ def test_callable_form_gets_messages_and_hints_and_may_return_a_completion():
     m = ScriptedModel(handler)
     assert ask(m, "research", 1, round=1) == "echo research"
     out = m.complete(MSGS, call=CallInfo(step="research", node=1, round=2))
-    assert out == Completion("custom", tokens_in=7, model="mine")
+    assert out == Completion("custom", tokens_in=7, model="mine", provenance="scripted")
     assert seen == [("Question:\nwhy?", "research", 1), ("Question:\nwhy?", "research", 2)]
     assert [c["key"] for c in m.calls] == ["research/1", "research/1"]
 
