@@ -115,3 +115,5 @@ def _action(raw: Any, p: tuple) -> Action:
 def _call(raw: dict, p: tuple) -> CallSpec:
     src = source(raw["input"], p + ("input",), inputs=True) if "input" in raw else None
     return CallSpec(ladder=raw.get("ladder", "self"), source=src, max_depth=raw.get("maxDepth", 3), path=p)
+
+__all__ = ["build_budget", "build_steps", "source"]

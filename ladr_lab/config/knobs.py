@@ -60,3 +60,5 @@ def _undeclared_runtime_knobs(site: Site) -> Iterator[ConfigError]:
         if k not in declared:
             yield problem(f'knob "{k}" given at run time is not declared in knobs:', at=("knobs",),
                           suggestion=suggest(k, declared), severity="warning")
+
+__all__ = ["KNOB_RE", "declared_knobs", "substitute_knobs"]

@@ -99,3 +99,5 @@ def load_ladder(path: PathLike, *, knobs: dict | None = None) -> Ladder:
     """Load and validate a ladder file; raise ConfigErrors listing every problem."""
     text = read_ladder_file(path)
     return load_ladder_text(text, file=os.fspath(path), knobs=knobs, base_dir=Path(path).resolve().parent)
+
+__all__ = ["check_text", "iter_problems", "load_ladder", "load_ladder_text", "read_ladder_file"]

@@ -269,3 +269,5 @@ def load_yaml(text: str, file: str | None = None) -> tuple[Any, Positions]:
     if comp.errors:
         raise ConfigErrors(comp.errors)
     return data, comp.pos
+
+__all__ = ["MAX_ALIAS_NODES", "MAX_DEPTH", "Positions", "load_yaml"]

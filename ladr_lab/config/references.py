@@ -229,3 +229,5 @@ def _jump_into_group(site: Site) -> Iterator[ConfigError]:
     if scope is not None and scope.group is not None:
         yield problem(f'if.{site.branch} jumps to step "{target}" inside group "{scope.group}"; jump targets must '
                       "be top-level steps", at=("jump",))
+
+__all__ = ["FOLDER_LEVEL_METATAGS", "jump_target", "ref_problems"]

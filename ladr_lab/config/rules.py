@@ -206,3 +206,8 @@ class Site:
         """A construct below this one, `rel` further down the document."""
         base = {"step": self.step, "field": self.field, "branch": self.branch, "what": "", "inputs": False}
         return Site(kind, raw, self.path + tuple(rel), self.doc, **{**base, **changes})
+
+__all__ = [
+    "CHILDREN", "CODES", "Code", "Doc", "RULES", "Rule", "Site", "StepScope", "children", "problem", "rule",
+    "suggest", "typename", "whole"
+]

@@ -117,3 +117,5 @@ def _metaschema(site: Site) -> Iterator[ConfigError]:
     for sub, message in metaschema_errors(schema):
         yield problem(f"{site.what} is not a valid JSON Schema: {message}"
                       + (f" (at {'/'.join(map(str, sub))})" if sub else ""), at=sub)
+
+__all__ = ["metaschema_errors", "parse_schema"]

@@ -285,3 +285,5 @@ def new_doc(data: dict, file: str | None, positions: Any, runtime_knobs: dict) -
     doc = Doc(data=data, file=file, positions=positions, slates=declared_slates(data), runtime_knobs=runtime_knobs)
     step_scopes(doc)
     return doc
+
+__all__ = ["declared_slates", "file_entries", "new_doc", "unsafe_name"]

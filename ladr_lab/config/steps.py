@@ -321,3 +321,5 @@ def _call_max_depth(site: Site) -> Iterator[ConfigError]:
 def _below_call(site: Site) -> Iterator[Site]:
     if "input" in site.raw:
         yield site.at("source", site.raw["input"], ("input",), what="call.input", inputs=True)
+
+__all__ = ["knob_name", "node_count", "step_scopes"]

@@ -38,3 +38,5 @@ def locate(err: ConfigError, site: Site, code: str | None = None) -> ConfigError
     if lc is not None:
         err.line, err.column = lc
     return err
+
+__all__ = ["descend", "iter_errors", "locate"]

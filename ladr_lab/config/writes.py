@@ -150,3 +150,5 @@ def _below_action(site: Site) -> Iterator[Site]:
         for at, w in write_items(site.raw):
             if isinstance(w, dict):
                 yield site.at("write", w, at, what=f"if.{site.branch} write")
+
+__all__ = ["ACTIONS", "write_items", "write_policy"]
