@@ -114,7 +114,7 @@ def main() -> None:
     print(f"{'document':<24}{'bytes':>10}{'check_text ms':>15}{'validate ms':>13}  rule")
     for r in rows:
         print(f"{r['document']:<24}{r['bytes']:>10,}{r['check_text_ms']:>15.2f}{r.get('cli_ms', '-'):>13}  "
-              f"{r['rule']} ({r['problems']} problem)" + ("  TRACEBACK" if r.get("traceback") else ""))
+              f"{r['rule'] or 'valid'} ({r['problems']} problems)" + ("  TRACEBACK" if r.get("traceback") else ""))
     print(f"\nexample ladders ({len(examples)}): cold first check {cold:.1f} ms, warm median "
           f"{statistics.median(warm):.2f} ms, max {max(warm):.2f} ms")
     for label, m in many.items():

@@ -1,7 +1,7 @@
 """Ladder document → frozen models, with every problem reported at once.
 
 The pipeline, one module per step: `reader` turns text into values and positions (refusing hostile
-YAML), `knobs` substitutes `{{knobs.NAME}}`, the `walker` runs every rule (`shape`, `steps`,
+YAML), `knobs` substitutes `{{knobs.NAME}}`, the `walker` runs every rule (`shape`, `steps`, `writes`,
 `schemas`, `references`) over every construct, and `builder` makes the models once nothing is wrong.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .model import Ladder
 from .reader import load_yaml
 from .rules import Site, problem, typename
 from .shape import new_doc
-from .walker import iter_errors, locate
+from .walker import Registry, iter_errors, locate
 
 PathLike = str | os.PathLike
 
@@ -27,8 +27,8 @@ def _severity_order(problems: list[ConfigError]) -> list[ConfigError]:
     return errors + [p for p in problems if p.severity != "error"]
 
 
-def _build(text: str, *, file: PathLike | None, knobs: dict | None,
-           base_dir: PathLike | None) -> tuple[Ladder | None, list[ConfigError]]:
+def _build(text: str, *, file: PathLike | None, knobs: dict | None, base_dir: PathLike | None,
+           registry: Registry | None = None) -> tuple[Ladder | None, list[ConfigError]]:
     """Parse, check and (when no error) build; (the Ladder or None, every problem: errors then warnings)."""
     file = None if file is None else os.fspath(file)
     raw, pos = load_yaml(text, file)
@@ -44,7 +44,7 @@ def _build(text: str, *, file: PathLike | None, knobs: dict | None,
     data = substitute_knobs(raw, merged, found)
     doc = new_doc(data, file, pos, dict(knobs or {}))
     root = Site("ladder", data, (), doc)
-    problems = [locate(e, root) for e in found] + list(iter_errors(doc))
+    problems = [locate(e, root) for e in found] + list(iter_errors(doc, registry))
     problems = _severity_order(problems)
     if any(p.severity == "error" for p in problems):
         return None, problems
@@ -58,10 +58,14 @@ def _build(text: str, *, file: PathLike | None, knobs: dict | None,
 
 
 def check_text(text: str, *, file: PathLike | None = None, knobs: dict | None = None,
-               base_dir: PathLike | None = None) -> tuple[Ladder | None, list[ConfigError]]:
-    """Parse once: the Ladder (None when it has errors) and every problem, errors and warnings."""
+               base_dir: PathLike | None = None, registry: Registry | None = None
+               ) -> tuple[Ladder | None, list[ConfigError]]:
+    """Parse once: the Ladder (None when it has errors) and every problem, errors and warnings.
+
+    `registry` replaces the rules run (default: every rule in `rules.RULES`), e.g. to add a lint's own.
+    """
     try:
-        return _build(text, file=file, knobs=knobs, base_dir=base_dir)
+        return _build(text, file=file, knobs=knobs, base_dir=base_dir, registry=registry)
     except ConfigErrors as many:
         return None, list(many.errors)
     except ConfigError as one:
@@ -69,9 +73,9 @@ def check_text(text: str, *, file: PathLike | None = None, knobs: dict | None = 
 
 
 def iter_problems(text: str, *, file: PathLike | None = None, knobs: dict | None = None,
-                  base_dir: PathLike | None = None) -> Iterator[ConfigError]:
+                  base_dir: PathLike | None = None, registry: Registry | None = None) -> Iterator[ConfigError]:
     """Yield every problem (errors and warnings) in a ladder document's text."""
-    yield from check_text(text, file=file, knobs=knobs, base_dir=base_dir)[1]
+    yield from check_text(text, file=file, knobs=knobs, base_dir=base_dir, registry=registry)[1]
 
 
 def load_ladder_text(text: str, *, file: PathLike | None = None, knobs: dict | None = None,

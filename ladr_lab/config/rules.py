@@ -120,13 +120,18 @@ RULES: dict[str, list[tuple[str, Rule]]] = {}              # construct kind -> (
 CHILDREN: dict[str, Callable[[Site], Iterator[Site]]] = {}  # construct kind -> the constructs below it
 
 
-def rule(kind: str, code: str) -> Callable[[Rule], Rule]:
-    """Register a generator as a rule on every construct of `kind`; what it yields gets `code` as its rule."""
+def rule(kind: str, code: str, *, registry: dict[str, list[tuple[str, Rule]]] | None = None
+         ) -> Callable[[Rule], Rule]:
+    """Register a generator as a rule on every construct of `kind`; what it yields gets `code` as its rule.
+
+    Rules go into `RULES` (every validation runs them) unless another `registry` is given: a lint keeps
+    its own and passes `{**RULES, ...}`-style merges to `check_text(..., registry=...)`.
+    """
     if code not in CODES:
         raise KeyError(f"rule code {code!r} is not in CODES")
 
     def register(fn: Rule) -> Rule:
-        RULES.setdefault(kind, []).append((code, fn))
+        (RULES if registry is None else registry).setdefault(kind, []).append((code, fn))
         return fn
     return register
 

@@ -89,6 +89,22 @@ def test_a_new_rule_is_one_generator_and_the_walker_locates_it():
     assert list(iter_problems("name: x\nsteps:\n  - id: LOUD\n")) == []
 
 
+def test_a_lint_keeps_its_own_registry():
+    lint = {kind: list(rules) for kind, rules in RULES.items()}
+
+    @rule("retrieve", "max-rounds", registry=lint)
+    def costly(site):
+        if isinstance(site.raw.get("maxRounds"), int) and site.raw["maxRounds"] > 5:
+            yield problem("retrieve.maxRounds above 5 is costly", at=("maxRounds",), severity="warning")
+    text = BAD.replace("maxRounds: 0", "maxRounds: 9")
+    plain = list(iter_problems(text))
+    linted = list(iter_problems(text, registry=lint))
+    assert [e.rule for e in plain] == ["unknown-folder"]
+    assert [(e.rule, e.severity, e.step_id, e.path[-1]) for e in linted] == [
+        ("unknown-folder", "error", "research", "folder"), ("max-rounds", "warning", "research", "maxRounds")]
+    assert costly not in [fn for _, fn in RULES["retrieve"]]
+
+
 def test_unknown_codes_cannot_be_registered():
     with pytest.raises(KeyError):
         rule("step", "no-such-code")
