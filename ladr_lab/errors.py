@@ -23,7 +23,7 @@ class LadrError(Exception):
 
 @dataclass(eq=False)
 class ConfigError(LadrError, ValueError):
-    """One problem in a ladder document, located by step, field, path and YAML position."""
+    """One problem in a ladder document, located by step, field, path and YAML position, named by its rule."""
 
     message: str
     step_id: str | None = None
@@ -34,8 +34,10 @@ class ConfigError(LadrError, ValueError):
     column: int | None = None
     suggestion: str | None = None
     severity: str = "error"
+    rule: str | None = None        # stable kebab-case code, e.g. "unknown-key" (docs/config.md lists them)
 
     def __post_init__(self) -> None:
+        self.path = tuple(self.path)
         super().__init__(self.message)
 
     def location(self) -> str:
@@ -57,6 +59,12 @@ class ConfigError(LadrError, ValueError):
         """One line as `ladr-lab validate` prints it: location, severity, message."""
         return f"{self.location()}: {self.severity}: {self}"
 
+    def to_dict(self) -> dict:
+        """The problem as JSON-ready data (what `ladr-lab validate --json` prints for each problem)."""
+        return {"message": str(self), "severity": self.severity, "rule": self.rule, "step": self.step_id,
+                "field": self.field, "path": list(self.path), "file": self.file, "line": self.line,
+                "column": self.column, "suggestion": self.suggestion}
+
 
 class ConfigErrors(ConfigError):
     """Several ConfigErrors found in one document; iterating yields each."""
@@ -67,8 +75,12 @@ class ConfigErrors(ConfigError):
         super().__init__(
             message=f"{len(self.errors)} problem(s) in ladder: " + "; ".join(str(e) for e in self.errors),
             step_id=first.step_id, field=first.field, path=first.path, file=first.file,
-            line=first.line, column=first.column, suggestion=first.suggestion,
+            line=first.line, column=first.column, suggestion=first.suggestion, rule=first.rule,
         )
+
+    def __reduce__(self):
+        # the default (cls, self.args) would call __init__ with the message string, not the list
+        return (type(self), (self.errors,))
 
     def __iter__(self):
         return iter(self.errors)
@@ -78,6 +90,10 @@ class ConfigErrors(ConfigError):
 
     def format(self) -> str:
         return "\n".join(e.format() for e in self.errors)
+
+    def to_dict(self) -> dict:
+        """The first problem's fields, plus every problem under `problems`."""
+        return {**super().to_dict(), "problems": [e.to_dict() for e in self.errors]}
 
 
 class SlateError(LadrError):

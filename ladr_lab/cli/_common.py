@@ -6,18 +6,25 @@ import sys
 
 from ..errors import ConfigError, ConfigErrors
 
+USAGE_ERROR = 2
+
 
 def _kv(items: list[str], flag: str) -> dict:
-    import yaml
+    """`NAME=VALUE` options as a dict; `--knob` values are read as YAML scalars (`3` is a number).
+
+    An item without `=` is a usage error: the message goes to standard error and the command exits 2.
+    """
+    from ..config.reader import load_yaml
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise SystemExit(f"ladr-lab: {flag} takes NAME=VALUE (got {item!r})")
+            print(f"ladr-lab: {flag} takes NAME=VALUE (got {item!r})", file=sys.stderr)
+            raise SystemExit(USAGE_ERROR)
         k, v = item.split("=", 1)
         if flag == "--knob":
             try:
-                out[k.strip()] = yaml.safe_load(v) if v.strip() else ""
-            except yaml.YAMLError:
+                out[k.strip()] = load_yaml(v)[0] if v.strip() else ""
+            except ConfigError:  # not YAML (e.g. "a: b: c"): the text itself
                 out[k.strip()] = v
         else:
             out[k.strip()] = v

@@ -4,26 +4,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..errors import ConfigError
 from ._common import _kv
 
 
 def cmd_validate(a) -> int:
     """Print every problem of a ladder; exit 1 if any, else print OK and the worst-case call count."""
     from ..config import check_text
+    from ..config.loader import read_ladder_file
     from ..cost import cost_report
     path = Path(a.ladder)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"{path}: error: cannot read ladder file: {exc.strerror or exc}")
-        return 1
     knobs = _kv(a.knob, "--knob")
-    ladder, problems = check_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent)
+    try:
+        text = read_ladder_file(path)
+    except ConfigError as exc:
+        ladder, problems = None, [exc]
+    else:
+        ladder, problems = check_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent)
     errors = [p for p in problems if p.severity == "error"]
     if a.json:
-        print(json.dumps({"ok": not errors, "problems": [
-            {"severity": p.severity, "message": str(p), "step": p.step_id, "field": p.field, "file": p.file,
-             "line": p.line, "column": p.column, "suggestion": p.suggestion} for p in problems]}))
+        print(json.dumps({"ok": not errors, "problems": [p.to_dict() for p in problems]}, default=str))
         return 1 if errors else 0
     for p in problems:
         print(p.format())

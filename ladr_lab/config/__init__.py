@@ -1,5 +1,5 @@
 """Ladder documents: loading, validation and the frozen models the engine runs."""
-from .loader import check_text, iter_problems, load_ladder, load_ladder_text, suggest
+from .loader import check_text, iter_problems, load_ladder, load_ladder_text
 from .model import (
     Action,
     Budget,
@@ -15,6 +15,7 @@ from .model import (
     Target,
     WriteSpec,
 )
+from .rules import suggest
 
 __all__ = [
     "Action",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -230,3 +231,25 @@ def test_load_ladder_raises_all_problems_at_once():
     assert len(errs) >= 3
     assert isinstance(info.value, ValueError)
     assert errs == sorted(errs, key=lambda e: (e.line or 0, e.column or 0))
+
+
+@pytest.mark.parametrize("kind", [str, Path])
+def test_paths_may_be_str_or_path(kind, tmp_path):
+    from ladr_lab import Run, ScriptedModel
+    from ladr_lab.config import check_text
+    (tmp_path / "slates" / "facts").mkdir(parents=True)
+    (tmp_path / "slates" / "facts" / "core.md").write_text("CORE-1")
+    text = BASE.replace("  - title: Project Memory\n", "  - title: Project Memory\n    path: slates\n") + \
+        "  - id: s\n    fields:\n      - { name: C, type: slateRead, from: { slate: Project Memory, folder: facts, " \
+        "file: core.md } }\n"
+    ladder = load_ladder_text(text, file=kind(tmp_path / "l.yaml"), base_dir=kind(tmp_path))
+    assert isinstance(ladder.base_dir, Path) and ladder.base_dir == tmp_path and ladder.file == str(tmp_path / "l.yaml")
+    res = Run(ladder, model=ScriptedModel(["done"])).run()
+    assert res.status == "completed"
+    checked, problems = check_text(text, file=kind("l.yaml"), base_dir=kind(tmp_path))
+    assert checked is not None and checked.base_dir == tmp_path and problems == []
+    assert list(iter_problems(text + "    nodes: 0\n", file=kind("l.yaml"), base_dir=kind(tmp_path)))[0].file == "l.yaml"
+    (tmp_path / "l.yaml").write_text(text)
+    from ladr_lab.config import load_ladder
+    assert load_ladder(kind(tmp_path / "l.yaml")).base_dir == tmp_path
+    assert load_ladder_text(text).base_dir == Path(".")

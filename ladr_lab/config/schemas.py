@@ -1,0 +1,121 @@
+"""JSON Schemas in a ladder (requestMatch, match, jsonMatches): parsed once, then checked as parsed.
+
+A schema may be written as a YAML mapping or as a JSON string; every check below runs on the parsed
+value, so `requestMatch: '{}'` is as empty as `requestMatch: {}`.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import ConfigError
+from .reader import MAX_DEPTH
+from .rules import Site, problem, rule
+
+_UNREAD = object()
+
+
+def _too_deep(value: Any) -> bool:
+    """True when collections nest deeper than the reader allows (iteratively: the value may be very deep)."""
+    todo = [(value, 1)]
+    while todo:
+        v, depth = todo.pop()
+        if isinstance(v, (dict, list)):
+            if depth > MAX_DEPTH:
+                return True
+            todo.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
+def _parse(raw: Any) -> tuple[Any, str | None]:
+    """(the parsed schema, or _UNREAD; why a string did not give a usable value)."""
+    if isinstance(raw, str) and raw != "":
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            return _UNREAD, f"not valid JSON: {exc}"
+        except RecursionError:
+            return _UNREAD, f"nested deeper than {MAX_DEPTH} levels"
+        if _too_deep(value):
+            return _UNREAD, f"nested deeper than {MAX_DEPTH} levels"
+        return value, None
+    return raw, None
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == {} or value == ""
+
+
+def parse_schema(raw: Any) -> dict | None:
+    """The schema as a mapping (a JSON string parsed), or None when it is empty, not JSON or not a mapping."""
+    value, _ = _parse(raw)
+    if value is _UNREAD or _empty(value) or not isinstance(value, dict):
+        return None
+    return value
+
+
+@rule("schema", "empty-schema")
+def _empty_schema(site: Site) -> Iterator[ConfigError]:
+    value, _ = _parse(site.raw)
+    if value is not _UNREAD and _empty(value):
+        yield problem(f"{site.what} must be a non-empty JSON Schema.")
+
+
+@rule("schema", "schema-json")
+def _schema_json(site: Site) -> Iterator[ConfigError]:
+    value, error = _parse(site.raw)
+    if value is _UNREAD:
+        yield problem(f"{site.what} is {error}")
+
+
+@rule("schema", "schema-type")
+def _schema_type(site: Site) -> Iterator[ConfigError]:
+    value, _ = _parse(site.raw)
+    if value is not _UNREAD and not _empty(value) and not isinstance(value, dict):
+        yield problem(f"{site.what} must be a non-empty JSON Schema (a mapping).")
+
+
+_CHECKED: dict[str, tuple[tuple[tuple, str], ...]] = {}
+
+
+def metaschema_errors(schema: dict) -> tuple[tuple[tuple, str], ...]:
+    """(path in the schema, message) for each error its metaschema finds.
+
+    Cached by content: a schema shared through a YAML alias, or used by many steps, is checked once
+    (a check costs milliseconds: the 2020-12 metaschema is elaborate).
+    """
+    key = json.dumps(schema, sort_keys=True, default=repr)
+    found = _CHECKED.get(key)
+    if found is None:
+        if len(_CHECKED) >= 512:
+            _CHECKED.clear()
+        found = _CHECKED[key] = _check_schema(schema)
+    return found
+
+
+def _check_schema(schema: dict) -> tuple[tuple[tuple, str], ...]:
+    from jsonschema import FormatChecker
+    from jsonschema.validators import validator_for
+    uri = schema.get("$schema")
+    if "$schema" in schema and not isinstance(uri, str):
+        return ((("$schema",), "$schema must be a metaschema URI (a string)"),)
+    cls = validator_for(schema, default=validator_for({}))  # an unknown $schema is checked as the latest draft
+    # "regex" is the one format a metaschema asks for that would otherwise fail only at run time (pattern)
+    checker = FormatChecker(formats=("regex",))
+    out: dict[tuple[tuple, str], None] = {}
+    for err in cls(cls.META_SCHEMA, format_checker=checker).iter_errors(schema):
+        out[(tuple(err.path), err.message)] = None
+    return tuple(out)
+
+
+@rule("schema", "invalid-schema")
+def _metaschema(site: Site) -> Iterator[ConfigError]:
+    schema = parse_schema(site.raw)
+    if schema is None:
+        return
+    for sub, message in metaschema_errors(schema):
+        yield problem(f"{site.what} is not a valid JSON Schema: {message}"
+                      + (f" (at {'/'.join(map(str, sub))})" if sub else ""), at=sub)
+
+__all__ = ["metaschema_errors", "parse_schema"]

@@ -1,0 +1,237 @@
+"""Load-time rules, selected by rule code and checked by attribute (issue 7's load-time parts)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ladr_lab.config import iter_problems, load_ladder_text
+from ladr_lab.errors import ConfigError
+
+BASE = """\
+name: t
+slates:
+  - title: M
+    folders:
+      - name: facts
+        metatags: { score: number, summary: string }
+        files: [core.md]
+steps:
+"""
+
+
+def errors(steps_yaml: str) -> list[ConfigError]:
+    text = BASE + textwrap.indent(textwrap.dedent(steps_yaml), "  ")
+    return [p for p in iter_problems(text, file="l.yaml") if p.severity == "error"]
+
+
+def by_rule(errs: list[ConfigError], rule: str) -> list[ConfigError]:
+    return [e for e in errs if e.rule == rule]
+
+
+@pytest.mark.parametrize("where", ["requestMatch", "match", "jsonMatches"])
+@pytest.mark.parametrize("written", ["'{}'", "{}", '"null"', "''"])
+def test_an_empty_schema_is_empty_however_it_is_written(where, written):
+    steps = {
+        "requestMatch": f"- {{ id: s, retrieve: {{ to: {{ slate: M, folder: facts }}, as: D, maxRounds: 1, "
+                        f"requestMatch: {written} }} }}",
+        "match": f"- {{ id: s, slateWrite: {{ to: {{ slate: M, folder: facts, file: core.md }}, match: {written} }} }}",
+        "jsonMatches": f"- {{ id: s, if: {{ jsonMatches: {written}, then: continue, else: abort }} }}",
+    }[where]
+    (err,) = errors(steps)
+    assert err.rule == "empty-schema" and err.step_id == "s" and err.path[-1] == where
+    assert str(err).endswith("must be a non-empty JSON Schema.")
+
+
+@pytest.mark.parametrize("schema", ['\'{"type": "objekt"}\'', "{ type: objekt }"])
+def test_metaschema_checks_run_on_the_parsed_schema(schema):
+    (err,) = errors(f"- {{ id: s, if: {{ jsonMatches: {schema}, then: continue, else: abort }} }}")
+    assert err.rule == "invalid-schema" and err.path[:4] == ("steps", 0, "if", "jsonMatches")
+    assert str(err).startswith('Step "s": if.jsonMatches is not a valid JSON Schema:')
+
+
+def test_every_metaschema_error_and_bad_patterns_are_reported():
+    errs = errors("""
+        - id: s
+          slateWrite:
+            to: { slate: M, folder: facts, file: core.md }
+            match: { type: object, minProperties: -1, properties: { a: { pattern: "(" } } }
+        """)
+    assert [(e.rule, e.path[-1]) for e in errs] == [("invalid-schema", "minProperties"), ("invalid-schema", "pattern")]
+
+
+def test_previous_names_the_step_before_the_group_in_every_branch():
+    errs = errors("""
+        - id: g1
+          type: group
+          steps:
+            - { id: a, systemPrompt: a }
+            - id: b
+              fields: [{ name: P, type: ingest, from: previous }]
+        - id: g2
+          type: group
+          steps:
+            - id: c
+              if: { equals: x, then: { write: { to: { slate: M, folder: facts, file: core.md }, from: previous } } }
+            - id: g3
+              type: group
+              steps:
+                - id: d
+                  fields: [{ name: P, type: text, from: previous }]
+        - id: e
+          type: call
+          call: { input: previous }
+        """)
+    prev = by_rule(errs, "previous-after-group")
+    # b: the step before g1 is none, and a (its sibling) is not its previous; c and d: g1 is; e: g2 is
+    assert [(e.step_id, e.path[-1]) for e in prev] == [("c", "from"), ("d", "from"), ("e", "input")]
+    assert all('right after group step "g1"' in str(e) for e in prev[:2]) and '"g2"' in str(prev[2])
+    assert errs == prev
+
+
+def test_siblings_in_a_group_are_not_each_others_previous():
+    assert errors("""
+        - { id: first, systemPrompt: x }
+        - id: g
+          type: group
+          steps:
+            - id: sub
+              type: group
+              steps: [{ id: a, systemPrompt: a }]
+            - id: b
+              fields: [{ name: P, type: ingest, from: previous }]
+        """) == []
+
+
+@pytest.mark.parametrize("key", ["[id]", "5", "''", "{a: 1}", "true"])
+def test_a_key_is_a_field_name(key):
+    errs = errors(f"""
+        - id: w
+          slateWrite:
+            to: {{ slate: M, folder: facts, file: core.md }}
+            on: mergeByKey
+            key: {key}
+            match: {{ type: array }}
+          if:
+            equals: x
+            then: {{ write: {{ to: {{ slate: M, folder: facts, file: core.md }}, from: output, on: mergeByKey,
+                              key: {key} }} }}
+        """)
+    assert [(e.rule, e.step_id, e.path[-2:]) for e in errs] == [
+        ("key-type", "w", ("slateWrite", "key")), ("key-type", "w", ("write", "key"))]
+    assert "key must be a field name (a non-empty string)" in str(errs[0])
+
+
+def test_a_missing_key_and_a_key_without_merge_keep_their_seed_wording():
+    errs = errors("""
+        - id: w
+          slateWrite: { to: { slate: M, folder: facts, file: core.md }, on: mergeByKey, match: { type: array } }
+        - id: v
+          slateWrite: { to: { slate: M, folder: facts, file: core.md }, key: id, match: { type: array } }
+        """)
+    assert [(e.rule, str(e)) for e in errs] == [
+        ("key-required", 'Step "w": slateWrite on: mergeByKey requires key.'),
+        ("key-without-merge", 'Step "v": slateWrite.key is only valid when on: mergeByKey (got on: append).')]
+
+
+def test_gates_and_writes_on_group_steps_are_refused_and_on_call_steps_allowed():
+    errs = errors("""
+        - id: g
+          type: group
+          steps: [{ id: a, systemPrompt: a }]
+          if: { equals: x, then: continue, else: abort }
+          slateWrite: { to: { slate: M, folder: facts, file: core.md }, match: { type: object } }
+        - id: c
+          type: call
+          call: { ladder: self }
+          if: { equals: x, then: continue, else: abort }
+          slateWrite: { to: { slate: M, folder: facts, file: core.md }, match: { type: object } }
+        """)
+    assert [(e.rule, e.step_id, e.path[-1]) for e in errs] == [("group-gate", "g", "if"),
+                                                              ("group-write", "g", "slateWrite")]
+    assert "put the gate on a step after the group" in str(errs[0])
+    ladder = load_ladder_text(BASE + "  - { id: c, type: call, call: { ladder: self }, if: { equals: x } }\n")
+    assert ladder.steps[0].gate.equals == "x"
+
+
+@pytest.mark.parametrize("metatag", ["index", "tree"])
+def test_index_and_tree_are_folder_level(metatag):
+    errs = errors(f"""
+        - id: r
+          systemPrompt: x
+          fields:
+            - {{ name: I, type: slateRead, from: {{ slate: M, folder: facts, file: core.md, metatag: {metatag} }} }}
+            - {{ name: J, type: ingest, from: {{ slate: M, folder: facts, file: core.md, metatag: {metatag} }} }}
+            - {{ name: K, type: slateRead, from: {{ slate: M, folder: facts, metatag: {metatag} }} }}
+            - {{ name: L, type: slateRead, from: {{ slate: M, folder: facts, file: core.md, metatag: modified }} }}
+        """)
+    assert [(e.rule, e.field) for e in errs] == [("folder-level-metatag", "I"), ("folder-level-metatag", "J")]
+    assert f'reads metatag "{metatag}" of file "core.md", but {metatag} is folder-level; drop file:' in str(errs[0])
+
+
+def test_jumps_from_and_into_groups_are_refused_at_load_time():
+    errs = errors("""
+        - id: g
+          type: group
+          steps:
+            - id: inner
+              if: { equals: x, then: continue, else: { jump: { stepId: top } } }
+        - id: top
+          if: { equals: x, then: { jump: { stepId: inner } }, else: { jump: { stepId: top } } }
+        """)
+    assert [(e.rule, e.step_id) for e in errs] == [("jump-in-group", "inner"), ("jump-into-group", "top")]
+    assert str(errs[0]).startswith('Step "inner": if.else jumps to "top" from inside group "g"')
+    assert str(errs[1]).startswith('Step "top": if.then jumps to step "inner" inside group "g"')
+
+
+def test_every_independent_problem_of_a_block_in_one_pass():
+    text = BASE.replace("  - title: M\n", "  - title: M\n    path: 5\n    folders: [{ name: facts, metatags: "
+                        "{ score: numbr, index: string } }, {}, { name: facts }]\n  - title: N\n") + textwrap.indent(
+        textwrap.dedent("""
+        - id: verify
+          nodes: 0
+          systemPromt: x
+          fields:
+            - { name: Q, type: txt }
+            - { name: Q, type: text, from: { stepId: nope, nodeRef: curent } }
+          retrieve: { to: { slate: M, folder: fact }, as: "", maxRounds: 0, requestMatch: { type: objekt } }
+          if:
+            jsonMatches: { type: object, properties: { score: { minimum: "0.6" } } }
+            then:
+              write:
+                - { to: { slate: M, folder: facts, file: core.md }, from: output, "on": apend }
+                - { to: { slate: Memory, folder: facts, file: core.md }, from: output, key: 3 }
+            else: { jump: { stepId: verifi } }
+          slateWrite: { to: { slate: M, folder: facts, file: ../x.md }, "on": mergeByKey, match: '{}' }
+        """), "  ")
+    errs = [p for p in iter_problems(text) if p.severity == "error"]
+    got = sorted((e.rule, e.step_id) for e in errs)
+    assert got == sorted([
+        ("wrong-type", None),                  # slate path: 5
+        ("metatag-type", None),                # numbr
+        ("system-metatag", None),              # index declared
+        ("folder-name", None),                 # {}
+        ("duplicate-folder", None),            # facts twice
+        ("nodes-value", "verify"),
+        ("unknown-key", "verify"),             # systemPromt
+        ("field-type", "verify"),              # txt
+        ("duplicate-field", "verify"),
+        ("unknown-step", "verify"),            # nope
+        ("node-ref", "verify"),                # curent
+        ("unknown-folder", "verify"),          # retrieve.to fact
+        ("retrieve-as", "verify"),
+        ("max-rounds", "verify"),
+        ("invalid-schema", "verify"),          # requestMatch objekt
+        ("invalid-schema", "verify"),          # jsonMatches minimum "0.6"
+        ("write-policy", "verify"),            # apend
+        ("unknown-slate", "verify"),           # Memory
+        ("key-without-merge", "verify"),       # key with append
+        ("key-type", "verify"),                # key: 3
+        ("unknown-jump-target", "verify"),     # verifi
+        ("unsafe-name", "verify"),             # ../x.md
+        ("key-required", "verify"),            # mergeByKey without key
+        ("empty-schema", "verify"),            # match '{}'
+    ]), [e.format() for e in errs]
+    assert errs == sorted(errs, key=lambda e: (e.line, e.column))
+    typo = next(e for e in errs if e.rule == "unknown-jump-target")
+    assert typo.suggestion == "verify" and str(typo).endswith('(did you mean "verify"?)')
