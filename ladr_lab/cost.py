@@ -54,7 +54,7 @@ def step_cost(step: Step, ladder: Ladder, depth: int = 0) -> tuple[float, str]:
     if step.type == "group":
         parts = [step_cost(c, ladder, depth)[0] for c in step.steps]
         return sum(parts), "sum of branches " + " + ".join(str(int(p)) if p != UNBOUNDED else "∞" for p in parts)
-    if step.type == "call":
+    if step.type == "call" and step.call is not None:
         if depth + 1 > step.call.max_depth:
             return 0, "maxDepth reached"
         child = ladder if step.call.ladder == "self" else _load_child(ladder, step.call.ladder)
@@ -95,9 +95,9 @@ def ladder_worst(ladder: Ladder, depth: int = 0) -> float:
     max_steps = ladder.budget.max_steps
     if loops and max_steps is None:
         return UNBOUNDED
-    horizon = len(steps) if not loops else max_steps
+    horizon = len(steps)
     if max_steps is not None:
-        horizon = min(horizon, max_steps)
+        horizon = max_steps if loops else min(horizon, max_steps)
     # best[i] = the costliest run of at most k step executions starting at step i, for k = 1..horizon
     best = [0.0] * (len(steps) + 1)
     for _ in range(horizon):

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class LadrError(Exception):
@@ -107,7 +108,7 @@ class PathRefused(SlateError):
 class ModelError(LadrError):
     """A model could not produce a completion; `call` is the CallInfo of the failed call, when known."""
 
-    call = None
+    call: Any = None
 
 
 class ScriptExhausted(ModelError):

@@ -30,6 +30,7 @@ def cmd_validate(a) -> int:
     if errors:
         print(f"{len(errors)} error(s) in {path}")
         return 1
+    assert ladder is not None   # no errors, so the ladder was built
     report = cost_report(ladder)
     print(report.format())
     print("OK")

@@ -52,7 +52,7 @@ def decide(x: Executor, step: Step, ctx: NodeCtx, output: str) -> tuple[Action |
         ctx.branch = None
     sw = step.slate_write
     if sw is not None and (action is None or action.kind not in ("abort", "prune")):
-        value, why, judgement = schema_matched_value(output, sw.match, sw.field)
+        value, skip, verdict = schema_matched_value(output, sw.match, sw.field)
         planned.append(PlannedWrite(ctx.node, "slateWrite", sw.target, sw.on, sw.key, value,
-                                    metatag_type(x, sw.target), skip=why, verdict=judgement))
+                                    metatag_type(x, sw.target), skip=skip, verdict=verdict))
     return action, planned

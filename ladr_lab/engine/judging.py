@@ -49,7 +49,7 @@ def schema_problem(value: Any, schema: dict) -> str | None:
     return None if err is None else _error_text(err)
 
 
-def _failed(test: str, method: str, err) -> Judgement:
+def _failed(test: str, method: str | None, err) -> Judgement:
     path = list(err.schema_path)
     keyword = str(err.validator)
     if path and path[-1] == keyword:

@@ -87,7 +87,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
             if not verdict.is_request:
                 x.emit(replace(call, request_match="final", reason=verdict.reason, verdict=verdict.judgement))
                 break
-            entries = fetch(folder, verdict.request, seen, verdict.top_k, x.limits)
+            entries = fetch(folder, verdict.request or {}, seen, verdict.top_k, x.limits)
         except Exception as exc:
             # every model output reaches the trace, above all the one whose handling failed
             x.emit(replace(call, request_match=None if verdict is None else "retrieval",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 FORCED_FINAL_LINE = "Retrieval budget exhausted. Produce your final answer now."
@@ -48,7 +49,7 @@ def assemble_blocks(system_prompt: str, blocks: list[str], forced_final: bool = 
 
 
 def assemble_messages(system_prompt: str, fields: list[tuple[str, Any]], as_: str | None = None,
-                      retrieved: list[list] = (), forced_final: bool = False) -> list[dict]:
+                      retrieved: Sequence[list] = (), forced_final: bool = False) -> list[dict]:
     """The exact messages of one model call (`retrieved`: each round's list of Entry)."""
     blocks = [render_field(name, value) for name, value in fields]
     blocks += [render_block(as_ or "Retrieved", k, entries) for k, entries in enumerate(retrieved, start=1)]

@@ -217,8 +217,9 @@ def _metatag(rnd: _Round, folder, q: Any, similar: list[str]) -> None:
         return
     if name in FOLDER_LEVEL:
         # index and tree describe the folder, not a file: answer with the folder-level value itself
-        depth = q.get("depth") if isinstance(q.get("depth"), int) and not isinstance(q.get("depth"), bool) \
-            and q.get("depth") > 0 else None
+        raw_depth = q.get("depth")
+        depth = raw_depth if isinstance(raw_depth, int) and not isinstance(raw_depth, bool) and raw_depth > 0 \
+            else None
         rnd.listing(name, "metatag", folder.index() if name == "index" else folder.tree(depth))
         return
     contains = q.get("contains")

@@ -206,9 +206,9 @@ class Run:
                 finished, _ = wait(list(inflight.values()), return_when=FIRST_COMPLETED)
                 for rid in sorted(r for r, f in inflight.items() if f in finished):
                     fut = inflight.pop(rid)
-                    req = next((r for r in self._pending if r.id == rid), None)
-                    if req is not None and not self.done:
-                        self._deliver(req, fut.result())
+                    pending = next((r for r in self._pending if r.id == rid), None)
+                    if pending is not None and not self.done:
+                        self._deliver(pending, fut.result())
         return self.result
 
     @property

@@ -60,8 +60,9 @@ def resolve_source(src: Source, ctx: NodeCtx, state: RunState, store, what: str,
 
 
 def _step_value(src: Source, ctx: NodeCtx, state: RunState, what: str) -> Any:
-    own = src.step_id == ctx.step_id
-    res = ctx.own if own else state.results.get(src.step_id)
+    sid = src.step_id or ""
+    own = sid == ctx.step_id
+    res = ctx.own if own else state.results.get(sid)
     one = src.node is not None or src.node_ref in ("current", "previous")
     if not one:
         if own or res is None:
@@ -93,10 +94,11 @@ def read_slate(store, src: Source, max_chars: int | None = None) -> Any:
     across the folder, index or tree."""
     folder = store.slate(src.slate).folder(src.folder)
     if src.metatag is None:
+        file = src.file or ""
         if max_chars is None:
-            return folder.read_text(src.file) or ""
+            return folder.read_text(file) or ""
         from .retrieve import bounded_text
-        return bounded_text(folder, src.file, max_chars)[0] or ""
+        return bounded_text(folder, file, max_chars)[0] or ""
     if src.file is not None:
         return folder.get_metatag(src.file, src.metatag)
     if src.metatag == "index":
@@ -118,22 +120,9 @@ def join_survivors(value: Any) -> str:
 def resolve_field(f: FieldSpec, ctx: NodeCtx, state: RunState, store, knobs: dict, max_chars: int | None = None) -> Any:
     """The value of one field for one node."""
     what = f'{f.type} field "{f.name}"'
-    if f.type == "text":
-        if f.source is None:
-            return "" if f.value is None else (f.value if isinstance(f.value, str) else str(f.value))
-        return join_survivors(resolve_source(f.source, ctx, state, store, what, max_chars))
-    if f.type == "slateRead":
-        return read_slate(store, f.source, max_chars)
+    src = f.source
     if f.type == "nodeInfo":
         return {"node": ctx.node, "nodes": ctx.nodes}
-    if f.type == "ingest":
-        return join_survivors(resolve_source(f.source, ctx, state, store, what, max_chars))
-    if f.type == "multi_ingest":
-        v = resolve_source(f.source, ctx, state, store, what, max_chars)
-        items = v if isinstance(v, Survivors) else [v]
-        if len(items) == 1:
-            return items[0] if isinstance(items[0], str) else join_survivors(items[0])
-        return "\n\n".join(f"--- node {i} ---\n{join_survivors(t)}" for i, t in enumerate(items, start=1))
     if f.type == "knob":
         if f.knob not in knobs:
             raise SourceResolutionError(f'Step "{ctx.step_id}": knob field "{f.name}" reads knob "{f.knob}", '
@@ -141,6 +130,20 @@ def resolve_field(f: FieldSpec, ctx: NodeCtx, state: RunState, store, knobs: dic
         return knobs[f.knob]
     if f.type == "json":
         return f.value
+    if src is None:
+        if f.type == "text":
+            return "" if f.value is None else (f.value if isinstance(f.value, str) else str(f.value))
+        raise SourceResolutionError(f'Step "{ctx.step_id}": {what} has no from:', ctx.step_id, f.path, node=ctx.node)
+    if f.type == "slateRead":
+        return read_slate(store, src, max_chars)
+    if f.type in ("text", "ingest"):
+        return join_survivors(resolve_source(src, ctx, state, store, what, max_chars))
+    if f.type == "multi_ingest":
+        v = resolve_source(src, ctx, state, store, what, max_chars)
+        items = v if isinstance(v, Survivors) else [v]
+        if len(items) == 1:
+            return items[0] if isinstance(items[0], str) else join_survivors(items[0])
+        return "\n\n".join(f"--- node {i} ---\n{join_survivors(t)}" for i, t in enumerate(items, start=1))
     raise SourceResolutionError(f'Step "{ctx.step_id}": field "{f.name}" has unknown type {f.type!r}', ctx.step_id,
                                 f.path, node=ctx.node)
 
@@ -155,16 +158,16 @@ def check_dependencies(step: Step, state: RunState) -> None:
             sources += [(w.source, f"if.{branch} write", branch) for w in act.writes]
     if step.call is not None and step.call.source is not None:
         sources.append((step.call.source, "call.input", None))
-    for src, what, branch in sources:
+    for src, what, where in sources:
         if src.kind == "previous":
             res = state.previous
         elif src.kind == "step" and src.node is None and src.node_ref in (None, "accumulate") \
                 and src.step_id != step.id:
-            res = state.results.get(src.step_id)
+            res = state.results.get(src.step_id or "")
         else:
             continue
         if res is not None and not res.survivors:
             label = "from: previous" if src.kind == "previous" else f'step "{src.step_id}"'
-            ctx = NodeCtx(step.id, 0, step.nodes, branch=branch)
+            ctx = NodeCtx(step.id, 0, step.nodes, branch=where)
             raise NodeDependencyError(_where(ctx, f'{what} reads {label}, but step "{res.step_id}" left zero '
                                                   "survivors, so the step does not run"), step.id, src.path)

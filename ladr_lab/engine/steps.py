@@ -119,6 +119,7 @@ def _record(x: Executor, step: Step, w: PlannedWrite, status: str, reason: str, 
 def _call_node(x: Executor, step: Step, node: int) -> CallGen[NodeOutcome]:
     """One node of a `call` step: a child run on the node's input; then the step's gate and writes."""
     spec = step.call
+    assert spec is not None   # the loader gives every call step its call:
     ctx = NodeCtx(step.id, node, step.nodes)
     text = join_survivors(resolve_source(spec.source, ctx, x.state, x.store, "call.input", x.limits.entry_chars)) \
         if spec.source is not None else x.state.inputs.get("context", "")

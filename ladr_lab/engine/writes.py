@@ -75,10 +75,12 @@ def _key_of(value: Any) -> Any:
     return ("json", json.dumps(value, sort_keys=True))
 
 
-def merge_by_key(existing: list, items: list, key: str) -> tuple[list, list]:
+def merge_by_key(existing: list, items: list, key: str | None) -> tuple[list, list]:
     """Order kept, matching keys replaced in place, new keys appended; items without the key are returned
     apart. Existing entries that share a key with an incoming item are all replaced by it: the first
     keeps its place, the others go (seed 003: "existing entries with matching keys are replaced")."""
+    if not key:
+        raise _Skip("mergeByKey needs a key")
     incoming: dict[Any, Any] = {}
     order: list[Any] = []
     skipped = []

@@ -188,7 +188,8 @@ def _classify(section: Section) -> None:
 
 def _sections(lines: list[str]) -> list[Section]:
     out: list[Section] = []
-    name, buf = None, []
+    name: str | None = None
+    buf: list[str] = []
 
     def flush():
         text = "\n".join(buf).strip("\n")

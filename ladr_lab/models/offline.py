@@ -324,6 +324,7 @@ def _cite(sentence: str, label: str) -> str:
     if _CITED.search(sentence):
         return sentence
     m = re.match(r"^(.*?)([.!?:;,]*)$", sentence, re.S)
+    assert m is not None  # the pattern matches every string
     body, punct = m.group(1), m.group(2)
     end = punct[-1] if punct and punct[-1] in ".!?" else "."
     return f"{body} [{label}]{end}"

@@ -120,7 +120,8 @@ class ReplayModel:
             if not live:
                 index = self._served.get(key, 0)
                 recorded = self._recorded.get(key, [])
-                where = {"step": call.step, "node": call.node, "round": call.round, "iteration": call.iteration,
+                found: dict | None
+                where: dict = {"step": call.step, "node": call.node, "round": call.round, "iteration": call.iteration,
                          "occurrence": index + 1}
                 if index >= len(recorded):
                     it = f" iteration {call.iteration}" if call.iteration > 1 else ""

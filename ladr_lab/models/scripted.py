@@ -154,6 +154,8 @@ class ScriptedModel:
         if isinstance(out, Completion):
             return out if out.provenance != "live" else dataclasses.replace(out, provenance="scripted")
         text = _render(out)
+        if isinstance(text, Completion):
+            return self._completion(messages, text)
         return Completion(
             text=text,
             tokens_in=estimate_message_tokens(messages),
