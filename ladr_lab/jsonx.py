@@ -55,9 +55,9 @@ import json
 import re
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 __all__ = ["MAX_DEPTH", "NO_JSON", "Extraction", "extract", "extract_json", "iter_candidates"]
 
@@ -297,9 +297,10 @@ def _balanced(text: str, work: _Work) -> Iterator[Extraction]:
     horizon: dict[int, int] = {}  # frame -> offset where the last failed parse in it failed
     limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
     bigint = _bigint_pattern(limit) if limit > 0 else None
-    out_skip = _OUT_SKIP.match
-    string_body = _STRING_BODY.match
-    open_run = _OPEN_RUN.match
+    # these patterns match the empty string too, so match() never returns None here
+    out_skip = cast(Callable[[str, int], re.Match[str]], _OUT_SKIP.match)
+    string_body = cast(Callable[[str, int], re.Match[str]], _STRING_BODY.match)
+    open_run = cast(Callable[[str, int], re.Match[str]], _OPEN_RUN.match)
     lexed = parsed = visited = 0
 
     def read_frame(k: int) -> int:

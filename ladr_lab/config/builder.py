@@ -81,9 +81,15 @@ def source(raw: Any, path: tuple, *, inputs: bool = False) -> Source:
                   metatag=raw.get("metatag"), depth=raw.get("depth"), path=path)
 
 
+def _schema(raw) -> dict:
+    schema = parse_schema(raw)
+    assert schema is not None   # the schema rules found no problem, so it parsed
+    return schema
+
+
 def _retrieve(raw: dict, p: tuple) -> Retrieve:
     return Retrieve(slate=raw["to"]["slate"], folder=raw["to"]["folder"].strip("/"), as_=raw["as"].strip(),
-                    max_rounds=raw["maxRounds"], request_match=parse_schema(raw["requestMatch"]), path=p)
+                    max_rounds=raw["maxRounds"], request_match=_schema(raw["requestMatch"]), path=p)
 
 
 def _target(raw: dict) -> Target:
@@ -92,7 +98,7 @@ def _target(raw: dict) -> Target:
 
 
 def _slate_write(raw: dict, p: tuple) -> SlateWrite:
-    return SlateWrite(target=_target(raw["to"]), match=parse_schema(raw["match"]), on=write_policy(raw),
+    return SlateWrite(target=_target(raw["to"]), match=_schema(raw["match"]), on=write_policy(raw),
                       field=raw.get("field"), key=raw.get("key"), path=p)
 
 

@@ -147,7 +147,7 @@ def _whole_folder(site: Site) -> Iterator[ConfigError]:
 def _source_depth(site: Site) -> Iterator[ConfigError]:
     raw = _slate_ref(site)
     depth = (raw or {}).get("depth")
-    if depth is not None and not whole(depth) and not ref_problems(site.doc, site.what, raw, reading=True):
+    if depth is not None and not whole(depth) and not ref_problems(site.doc, site.what, raw or {}, reading=True):
         yield problem(f"{site.what} depth must be a whole number >= 1 (got {depth!r})", at=("depth",))
 
 
@@ -183,7 +183,7 @@ def _target(site: Site) -> Iterator[ConfigError]:
                       rule="wrong-type")
     elif metatag is not None:
         fspec = site.doc.slates[raw["slate"]].folder(raw["folder"].strip("/"))
-        schema = fspec.effective_schema(file) if fspec else {}
+        schema = fspec.effective_schema(str(file)) if fspec else {}
         if metatag in SYSTEM_METATAGS:
             yield problem(f'{what}.to.metatag "{metatag}" is a system metatag and cannot be written',
                           at=("metatag",), rule="system-metatag-write")

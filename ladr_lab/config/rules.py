@@ -207,6 +207,12 @@ class Site:
     field: str | None = None       # the field this construct belongs to
     inputs: bool = False           # a source here may be input.NAME
 
+    @property
+    def scope(self) -> StepScope:
+        """The step this construct belongs to (every construct below `steps:` has one)."""
+        assert self.step is not None, f"a {self.kind} site outside a step"
+        return self.step
+
     def at(self, kind: str, raw: Any, rel: tuple, **changes: Any) -> Site:
         """A construct below this one, `rel` further down the document."""
         base = {"step": self.step, "field": self.field, "branch": self.branch, "what": "", "inputs": False}

@@ -112,7 +112,8 @@ def declared_slates(data: dict) -> dict[str, SlateDecl]:
         if not isinstance(s, dict) or not isinstance(s.get("title"), str) or not s["title"].strip():
             continue
         folders = []
-        for f in s.get("folders") if isinstance(s.get("folders"), list) else []:
+        raw_folders = s.get("folders")
+        for f in raw_folders if isinstance(raw_folders, list) else []:
             if not _named(f):
                 continue
             files = {e["name"]: _metatag_types(e.get("metatags")) for _, e in file_entries(f.get("files"))

@@ -64,14 +64,14 @@ def _below_steps(site: Site) -> Iterator[Site]:
 # ---- steps -----------------------------------------------------------------------------------------------
 @rule("step", "step-id")
 def _step_id(site: Site) -> Iterator[ConfigError]:
-    if site.step.id is None:
+    if site.scope.id is None:
         yield problem("a step needs an id (a non-empty string)")
 
 
 @rule("step", "duplicate-step-id")
 def _duplicate_id(site: Site) -> Iterator[ConfigError]:
-    first = site.doc.steps.get(site.step.key)
-    if site.step.id is not None and first is not None and first.path != site.path:
+    first = site.doc.steps.get(site.scope.key)
+    if site.scope.id is not None and first is not None and first.path != site.path:
         yield problem("id is used by another step too", at=("id",))
 
 
@@ -146,45 +146,45 @@ def _duplicate_fields(site: Site) -> Iterator[ConfigError]:
 
 @rule("step", "retrieve-step-type")
 def _retrieve_step_type(site: Site) -> Iterator[ConfigError]:
-    if "retrieve" in site.raw and site.step.type not in ("normal", "sequential"):
-        yield problem(f"retrieve is only valid on normal or sequential steps (this is a {site.step.type} step)",
+    if "retrieve" in site.raw and site.scope.type not in ("normal", "sequential"):
+        yield problem(f"retrieve is only valid on normal or sequential steps (this is a {site.scope.type} step)",
                       at=("retrieve",))
 
 
 @rule("step", "group-gate")
 def _group_gate(site: Site) -> Iterator[ConfigError]:
-    if site.step.type == "group" and "if" in site.raw:
+    if site.scope.type == "group" and "if" in site.raw:
         yield problem("if: is not valid on a group step: a group has no output of its own to test; put the gate "
                       "on a step after the group", at=("if",))
 
 
 @rule("step", "group-write")
 def _group_write(site: Site) -> Iterator[ConfigError]:
-    if site.step.type == "group" and "slateWrite" in site.raw:
+    if site.scope.type == "group" and "slateWrite" in site.raw:
         yield problem("slateWrite: is not valid on a group step: a group has no output of its own to write; put "
                       "the slateWrite on a step after the group", at=("slateWrite",))
 
 
 @rule("step", "group-steps")
 def _group_steps(site: Site) -> Iterator[ConfigError]:
-    if site.step.type != "group" and "steps" in site.raw:
+    if site.scope.type != "group" and "steps" in site.raw:
         yield problem("steps: is only valid on a group step", at=("steps",))
 
 
 @rule("step", "call-block")
 def _call_block(site: Site) -> Iterator[ConfigError]:
-    if site.step.type == "call" and not isinstance(site.raw.get("call"), dict):
+    if site.scope.type == "call" and not isinstance(site.raw.get("call"), dict):
         yield problem("a call step needs call: {ladder: self|PATH, input: SOURCE, maxDepth: N}", at=("call",),
                       rule="call-block")
-    elif site.step.type != "call" and "call" in site.raw:
+    elif site.scope.type != "call" and "call" in site.raw:
         yield problem("call: is only valid on a call step", at=("call",))
 
 
 @rule("step", "ignored-prompt")
 def _ignored_prompt(site: Site) -> Iterator[ConfigError]:
     fields, prompt = site.raw.get("fields"), site.raw.get("systemPrompt")
-    if site.step.type in ("group", "call") and (fields or prompt):
-        yield problem(f"a {site.step.type} step makes no model call of its own; its fields and systemPrompt "
+    if site.scope.type in ("group", "call") and (fields or prompt):
+        yield problem(f"a {site.scope.type} step makes no model call of its own; its fields and systemPrompt "
                       "are ignored", severity="warning")
 
 
@@ -202,9 +202,9 @@ def _below_step(site: Site) -> Iterator[Site]:
         yield site.at("if", raw["if"], ("if",))
     if isinstance(raw.get("slateWrite"), dict):
         yield site.at("slateWrite", raw["slateWrite"], ("slateWrite",), what="slateWrite")
-    if site.step.type == "call" and isinstance(raw.get("call"), dict):
+    if site.scope.type == "call" and isinstance(raw.get("call"), dict):
         yield site.at("call", raw["call"], ("call",))
-    if site.step.type == "group":
+    if site.scope.type == "group":
         yield site.at("steps", raw.get("steps"), ("steps",))
 
 
