@@ -94,7 +94,7 @@ class DirNode:
         self.name = name
         self.parent = parent
         self.path = path
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.ino: int | None = None
         self.wd: int | None = None
         self.alive = True
@@ -105,14 +105,15 @@ class DirNode:
         self.tot_size = 0
         self.tot_files = 0
         self.entry = ReadOnlyDict(name=name + "/", size=0, files=0)
-        self.rendered_cache: list[dict] | None = None
+        self.rendered_cache: list[ReadOnlyDict] | None = None
 
-    def rendered(self) -> list[dict]:
+    def rendered(self) -> list[ReadOnlyDict]:
         """The node's index entries (files, then subfolders, each sorted by name); cached."""
-        if self.rendered_cache is None:
+        out = self.rendered_cache
+        if out is None:
             files, dirs = self.files, self.dirs
-            self.rendered_cache = [files[n].entry for n in self.fnames] + [dirs[n].entry for n in self.dnames]
-        return self.rendered_cache
+            out = self.rendered_cache = [files[n].entry for n in self.fnames] + [dirs[n].entry for n in self.dnames]
+        return out
 
     def rel(self) -> str:
         """This directory's path relative to the folder ("" for the folder itself)."""

@@ -269,7 +269,7 @@ class Folder:
             existing = self._tree.flat()[1]
             out = [{"file": rel, "value": tags.get(name)} for rel, tags in data.items()
                    if rel in existing and tags.get(name) is not None]
-            out.sort(key=lambda d: d["file"])
+            out.sort(key=lambda d: str(d["file"]))
             return _json_copy(out)
 
     def metatag_query(self, name: str, contains: str | None = None) -> list[str]:
@@ -294,8 +294,7 @@ class Folder:
                 value = tags.get(name)
                 if value is None or rel not in existing:
                     continue
-                declared = self.spec.effective_schema(rel).get(name)
-                if contains_match(value, contains, declared):
+                if contains_match(value, contains, self.spec.effective_schema(rel).get(name)):
                     out.append(rel)
             out.sort()
             return out

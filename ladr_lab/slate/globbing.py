@@ -39,6 +39,7 @@ class _Comp:
                 yield self.literal
             return
         match = self.match
+        assert match is not None
         for name in candidates:
             if match(name):
                 yield name

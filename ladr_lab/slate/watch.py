@@ -215,15 +215,15 @@ class WatchHub:
                     for s in subs:
                         s._overflow = True
                 continue
-            subs = self._subs.get(ev.wd)
-            if not subs:
+            holders = self._subs.get(ev.wd)
+            if not holders:
                 continue  # a watch released since the event was queued
             item = (ev.wd, ev.mask, ev.name)
-            for s in subs:
+            for s in holders:
                 s._push(item)
             if ev.mask & IN_IGNORED:  # the kernel removed the watch (directory deleted, unmounted)
                 del self._subs[ev.wd]
-                for s in subs:
+                for s in holders:
                     s.wds.discard(ev.wd)
 
     def watch_count(self) -> int:
