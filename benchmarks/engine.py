@@ -520,8 +520,14 @@ def main(argv: list[str] | None = None) -> int:
     load_ladder_text = libs[0]
     ladder = load_ladder_text(LADDER % (ROUNDS, json.dumps(REQUEST_SCHEMA)))
     info = machine_info()
+    try:  # listings kept current by inotify, or by the re-stat fallback (LADR_SLATE_WATCH=0)?
+        from ladr_lab.slate.watch import get_hub
+        info["slate_notifications"] = get_hub().available
+    except ImportError:  # a ladr_lab from before notifications
+        info["slate_notifications"] = None
     print(f"ladr_lab engine benchmark — Python {info['python']} on {info['platform']}, {info['cpu_count']} CPUs"
-          + (" (ladr_lab/ has uncommitted changes)" if info["ladr_lab_dirty"] else ""))
+          + (" (ladr_lab/ has uncommitted changes)" if info["ladr_lab_dirty"] else "")
+          + {True: "; slate listings: inotify", False: "; slate listings: re-stat", None: ""}[info["slate_notifications"]])
     cache = SlateCache()
     rounds: list[dict] = []
     index: list[dict] = []

@@ -120,3 +120,17 @@ def test_all_is_sorted_complete_and_documented(name):
         obj = getattr(mod, n)
         if callable(obj):
             assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
+
+
+def test_architecture_document_agrees_with_layers():
+    """docs/ARCHITECTURE.md's layer table names the same packages at the same layers as LAYERS."""
+    import re
+
+    doc = (PKG.parent / "docs" / "ARCHITECTURE.md").read_text()
+    table: dict[str, int] = {}
+    for line in doc.splitlines():
+        m = re.match(r"\|\s*(\d)\s*\|([^|]*)\|", line)
+        if m:
+            for name in re.findall(r"`([A-Za-z_]+)`", m.group(2)):
+                table[name] = int(m.group(1))
+    assert table == LAYERS

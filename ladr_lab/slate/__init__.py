@@ -1,22 +1,31 @@
 """Slates: directories of files with typed metatags, read and written safely by ladder steps.
 
 `SlateStore` binds slate titles to directories; `Slate.folder(name)` gives a `Folder`, which
-resolves paths safely, lists from an in-memory cache, keeps metatags in `.metatags.json`, writes
-atomically under per-file locks, and finds similar files through an `Embedder`.
+resolves paths safely, reads files whole or as a bounded `Excerpt`, lists from an in-memory cache
+kept current by file-system notifications, keeps metatags in `.metatags.json`, writes atomically
+under per-file locks, and finds similar files through an `Embedder`. The package sits below
+`config` (a folder's declared schema, `FolderSpec`, is a slate concept): see docs/ARCHITECTURE.md.
 
 Decisions the spec leaves open (each is explained where it is implemented):
 
-- Paths: `..` and `.` are refused outright (even `notes/../core.md`), as are empty components,
-  backslashes, NUL, absolute and non-UTF-8 paths; one trailing `/` is accepted and dropped.
-  `resolve()` returns the *real* path. Links are followed only to regular, non-hidden files
-  inside the folder; linked directories are never listed or descended; writes never go through
-  a link, even one that stays inside.
+- Paths (paths.py): a `str` or `os.PathLike`, canonicalised: empty and `.` components are dropped
+  (`./core.md`, `notes//a.md`, `core.md/` and `./notes/./a.md` become `core.md`, `notes/a.md`,
+  `core.md` and `notes/a.md`); `..` anywhere, hidden components, backslashes, NUL, absolute and
+  non-UTF-8 paths, and paths with nothing left, are refused. The canonical form is the key of
+  metatags and of the retrieve loop's dedup. `resolve()` returns the *real* path. Links are
+  followed only to regular, non-hidden files inside the folder; linked directories are never
+  listed or descended; writes never go through a link, even one that stays inside.
+- Reads: `read_text` reads the whole file; `read_excerpt(rel, max_chars)` reads at most
+  `4 * max_chars + 4` bytes and never cuts a character in two (reading.py).
 - `index(sub)`: None for a missing (or non-directory) `sub`, PathRefused for a refused one,
   [] while the folder itself does not exist. Entries are read-only dicts shared with the cache
   (copy with `dict(entry)`); JSON, pickle and deepcopy see plain dicts.
-- Freshness: each read stats the directories it touches and rescans only a directory whose
-  mtime moved. In-place edits that leave every directory's mtime alone, and subfolder totals
-  below directories the read did not touch, are current again after `refresh()`.
+- Freshness (cache.py, watch.py): every listing read (`index`, `tree`, `files`, `file_stats`,
+  `glob`, metatag queries, similarity) first drains the folder's inotify events without blocking
+  and patches the cache per event, so a change another program finished before the read, even an
+  in-place edit that leaves every directory alone, shows in that read. Without inotify (not Linux,
+  `LADR_SLATE_WATCH=0`, `SlateStore(watch=False)`, out of watches) each read re-stats instead.
+  Watches are released by `close()` on a folder, slate or store, or when it is garbage-collected.
 - Bookkeeping lives in the folder's hidden `.ladr/`: `tmp/` (temporary files, renamed into
   place; stale ones are swept), `locks/` (64 flock stripes plus one for metatags) and
   `created.log` (the `created` metatag survives atomic rewrites, which replace the inode).
@@ -41,10 +50,13 @@ from ladr_lab.slate.embed import (
 from ladr_lab.slate.folder import Folder
 from ladr_lab.slate.metatags import METATAG_TYPES, SYSTEM_METATAGS, contains_match, value_matches_type
 from ladr_lab.slate.paths import normalize_rel
-from ladr_lab.slate.store import FolderSpec, Slate, SlateStore
+from ladr_lab.slate.reading import Excerpt
+from ladr_lab.slate.spec import FolderSpec
+from ladr_lab.slate.store import Slate, SlateStore
 
 __all__ = [
     "Embedder",
+    "Excerpt",
     "Folder",
     "FolderSpec",
     "HashingEmbedder",

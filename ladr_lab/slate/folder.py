@@ -1,9 +1,14 @@
 """One declared folder of a slate: safe reads, cached listings, metatags, atomic writes, similarity.
 
-Everything a step may touch goes through `resolve()` (see paths.py). Listings come from the
-cached tree (cache.py). Writes are atomic (temporary file under `.ladr/tmp`, fsync, `os.replace`,
-directory fsync) and serialized per file across threads and processes (locks.py). The folder's
-bookkeeping lives in its hidden `.ladr/` directory and its `.metatags.json`; neither is ever listed.
+Everything a step may touch goes through `resolve()` (see paths.py); files are read whole or as a
+bounded excerpt (reading.py). Listings come from the cached tree (cache.py), brought up to date at
+the start of every read (file-system notifications, or a re-stat where there are none), so a file
+another program edited is listed as it is now. Writes are atomic (temporary file under
+`.ladr/tmp`, fsync, `os.replace`, directory fsync) and serialized per file across threads and
+processes (locks.py). The folder's bookkeeping lives in its hidden `.ladr/` directory and its
+`.metatags.json`; neither is ever listed.
+
+Every method that takes a path takes a `str` or an `os.PathLike`.
 """
 from __future__ import annotations
 
@@ -13,9 +18,10 @@ import os
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ladr_lab.errors import PathRefused, SlateError
 from ladr_lab.slate.cache import DirNode, FileRec, ReadOnlyDict, Tree
@@ -31,11 +37,13 @@ from ladr_lab.slate.metatags import (
     fallback_created_ns,
     iso_utc,
 )
-from ladr_lab.slate.paths import normalize_rel, read_regular_file, resolve_under
+from ladr_lab.slate.paths import as_path_str, normalize_rel, resolve_under
+from ladr_lab.slate.reading import Excerpt, check_max_chars, read_regular_excerpt, read_regular_file
+from ladr_lab.slate.spec import FolderSpec
 from ladr_lab.slate.vectors import VectorCache
+from ladr_lab.slate.watch import Subscription, get_hub
 
-if TYPE_CHECKING:
-    from ladr_lab.slate.store import FolderSpec
+Rel = str | os.PathLike
 
 _STALE_TMP_SECONDS = 3600
 
@@ -54,24 +62,23 @@ def _lstat(path: str) -> os.stat_result | None:
         return None
 
 
-def _dir_mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
 class Folder:
     """A declared folder of a slate (a directory that may not exist until the first write)."""
 
-    def __init__(self, spec: FolderSpec, path: Path, embedder: Callable[[], Embedder]) -> None:
+    def __init__(self, spec: FolderSpec, path: str | os.PathLike, embedder: Callable[[], Embedder],
+                 *, watch: bool = True) -> None:
         self.name = spec.name
         self.spec = spec
         self.path = Path(path)
         self._dir = str(self.path)
         self._embedder = embedder
         self._lock = threading.RLock()
-        self._tree = Tree(self._dir)
+        sub = Subscription(get_hub()) if watch else None
+        self._tree = Tree(self._dir, sub)
+        if sub is not None:
+            # Watches are released when the folder is closed or garbage-collected; the finalizer
+            # holds the subscription, never the folder, and only hands it to the hub (see watch.py).
+            weakref.finalize(self, sub.close_later)
         self._sidecar = Sidecar(os.path.join(self._dir, SIDECAR))
         self._ladr = os.path.join(self._dir, ".ladr")
         self._tmp = os.path.join(self._ladr, "tmp")
@@ -84,15 +91,15 @@ class Folder:
         return f"Folder({self.name!r}, {self._dir!r})"
 
     # --- safe path resolution -------------------------------------------------------------------
-    def normalize(self, rel: str) -> str:
+    def normalize(self, rel: Rel) -> str:
         """The canonical folder-relative form of `rel` (the key used for metatags and dedup)."""
         return normalize_rel(rel)
 
-    def resolve(self, rel: str) -> Path:
+    def resolve(self, rel: Rel) -> Path:
         """The real absolute path of `rel` inside this folder (it may not exist); raises PathRefused."""
         return Path(resolve_under(self._dir, rel))
 
-    def exists(self, rel: str) -> bool:
+    def exists(self, rel: Rel) -> bool:
         """True when `rel` is an allowed path naming an existing regular file."""
         try:
             st = os.stat(resolve_under(self._dir, rel))
@@ -100,7 +107,7 @@ class Folder:
             return False
         return stat.S_ISREG(st.st_mode)
 
-    def read_text(self, rel: str) -> str | None:
+    def read_text(self, rel: Rel) -> str | None:
         """The file's text (UTF-8, undecodable bytes replaced), or None when missing or refused."""
         try:
             real = resolve_under(self._dir, rel)
@@ -109,24 +116,43 @@ class Folder:
         data = read_regular_file(real)
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    def read_excerpt(self, rel: Rel, max_chars: int) -> Excerpt | None:
+        """The first `max_chars` characters of the file, read only as far as needed (at most
+        4 * max_chars + 4 bytes), with its size and whether it was cut; None when missing or refused."""
+        check_max_chars(max_chars)
+        try:
+            real = resolve_under(self._dir, rel)
+        except PathRefused:
+            return None
+        return read_regular_excerpt(real, max_chars)
+
     def _read_listed(self, rel: str) -> str | None:
         # Files from the listing were vetted at scan time, so a plain O_NOFOLLOW open is enough;
-        # a listed link (or anything odd) takes the full resolve() path.
+        # a listed link (or anything odd) takes the full resolve() path. Only as much is read as the
+        # embedder looks at, so a huge file costs a bounded read.
+        limit = getattr(self._embedder(), "max_chars", None)
+        if isinstance(limit, int) and limit >= 0:
+            excerpt = read_regular_excerpt(os.path.join(self._dir, rel), limit)
+            if excerpt is None:
+                excerpt = self.read_excerpt(rel, limit)
+            return None if excerpt is None else excerpt.text
         data = read_regular_file(os.path.join(self._dir, rel))
         if data is None:
             return self.read_text(rel)
         return data.decode("utf-8", errors="replace")
 
     # --- listing --------------------------------------------------------------------------------
-    def index(self, sub: str = "") -> list[dict] | None:
+    def index(self, sub: Rel = "") -> list[dict] | None:
         """Direct entries of the folder (or of subfolder `sub`): files `{name, size}` then subfolders
         `{name: "x/", size, files}`, each sorted by name; None for a missing `sub`, PathRefused for
         a refused one, [] for a folder that does not exist yet."""
-        norm = normalize_rel(sub) if sub else ""
+        norm = normalize_rel(sub) if as_path_str(sub) else ""
         with self._lock:
+            if self._tree.sync() is None:
+                return None if norm else []
             node = self._tree.find_dir(norm)
             if node is None:
-                return None if norm else []
+                return None
             return list(node.rendered())
 
     def tree(self, depth: int | None = None) -> list[dict]:
@@ -134,20 +160,9 @@ class Folder:
         if depth is not None and (not isinstance(depth, int) or depth < 1):
             raise SlateError(f"tree depth must be a positive integer or None (got {depth!r})")
         with self._lock:
-            root = self._tree.get_root()
+            root = self._tree.sync()
             if root is None:
                 return []
-            # Validate first, render second: revalidating a child changes its ancestors' totals.
-            level = [root]
-            d = 1
-            while level and (depth is None or d < depth):
-                nxt: list[DirNode] = []
-                for node in level:
-                    for child in list(node.dirs.values()):
-                        fresh = self._tree.fresh(child)
-                        if fresh is not None:
-                            nxt.append(fresh)
-                level, d = nxt, d + 1
             return self._render_tree(root, 1, depth)
 
     def _render_tree(self, node: DirNode, level: int, depth: int | None) -> list[dict]:
@@ -164,29 +179,37 @@ class Folder:
     def files(self) -> list[str]:
         """Every listed file below the folder, as sorted relative POSIX paths."""
         with self._lock:
+            self._tree.sync()
             return list(self._tree.flat()[0])
 
-    def glob(self, pattern: str) -> list[str]:
+    def file_stats(self) -> list[tuple[str, int, int]]:
+        """`(relative path, size, mtime_ns)` of every listed file, sorted by path, current as of the call."""
+        with self._lock:
+            self._tree.sync()
+            return [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files()]
+
+    def glob(self, pattern: str | os.PathLike) -> list[str]:
         """Files whose folder-relative path matches `pattern` (see globbing.py), sorted."""
-        comps = compile_glob(pattern)
+        comps = compile_glob(os.fspath(pattern) if isinstance(pattern, os.PathLike) else pattern)
         if comps is None:
             return []
         with self._lock:
-            root = self._tree.get_root()
+            root = self._tree.sync()
             if root is None:
                 return []
-            return walk_glob(root, comps, self._tree.fresh)
+            return walk_glob(root, comps)
 
     # --- metatags -------------------------------------------------------------------------------
     def metatags(self) -> dict[str, dict]:
         """User metatags of every listed file that has any: `{path: {name: value}}`."""
         with self._lock:
             data = self._sidecar.load()
+            self._tree.sync()
             existing = self._tree.flat()[1]
             picked = {rel: tags for rel, tags in data.items() if rel in existing and tags}
             return _json_copy(picked)
 
-    def get_metatag(self, rel: str, name: str) -> Any:
+    def get_metatag(self, rel: Rel, name: str) -> Any:
         """One metatag of one file (user or system: created, modified, size, embedding), or None."""
         try:
             norm = normalize_rel(rel)
@@ -233,19 +256,20 @@ class Folder:
             raise SlateError(f'"{name}" is a folder-level metatag: use Folder.{name}()')
         if name in ("size", "modified", "created"):
             with self._lock:
+                self._tree.sync()
                 return [{"file": rel, "value": self._system_value(name, rel, rec)}
                         for rel, rec in self._tree.iter_files()]
         if name == "embedding":
-            with self._lock:
-                listing = [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files()]
+            listing = self.file_stats()
             vecs = self._vectors.vectors_for(listing)
             return [{"file": rel, "value": list(vecs[rel])} for rel, _, _ in listing if rel in vecs]
         with self._lock:
             data = self._sidecar.load()
+            self._tree.sync()
             existing = self._tree.flat()[1]
             out = [{"file": rel, "value": tags.get(name)} for rel, tags in data.items()
                    if rel in existing and tags.get(name) is not None]
-            out.sort(key=lambda d: d["file"])
+            out.sort(key=lambda d: str(d["file"]))
             return _json_copy(out)
 
     def metatag_query(self, name: str, contains: str | None = None) -> list[str]:
@@ -255,6 +279,7 @@ class Folder:
         if name in ("size", "modified", "created", "embedding"):
             declared = "string" if name in ("modified", "created") else "number"
             with self._lock:
+                self._tree.sync()
                 files = self._tree.iter_files()
                 if contains is None or declared != "string":
                     return [rel for rel, _ in files]
@@ -262,23 +287,23 @@ class Folder:
                         if contains_match(self._system_value(name, rel, rec), contains, declared)]
         with self._lock:
             data = self._sidecar.load()
+            self._tree.sync()
             existing = self._tree.flat()[1]
             out = []
             for rel, tags in data.items():
                 value = tags.get(name)
                 if value is None or rel not in existing:
                     continue
-                declared = self.spec.effective_schema(rel).get(name)
-                if contains_match(value, contains, declared):
+                if contains_match(value, contains, self.spec.effective_schema(rel).get(name)):
                     out.append(rel)
             out.sort()
             return out
 
-    def set_metatag(self, rel: str, name: str, value: Any) -> None:
+    def set_metatag(self, rel: Rel, name: str, value: Any) -> None:
         """Set one user metatag of an existing file (None removes it); atomic and serialized."""
         self.update_metatag(rel, name, lambda _old: value)
 
-    def update_metatag(self, rel: str, name: str, fn: Callable[[Any], Any]) -> Any:
+    def update_metatag(self, rel: Rel, name: str, fn: Callable[[Any], Any]) -> Any:
         """Read-modify-write one user metatag under the folder's metatag lock; returns the new value."""
         if not isinstance(name, str) or not name:
             raise SlateError(f"metatag name must be a non-empty string (got {name!r})")
@@ -308,21 +333,21 @@ class Folder:
             raw = Sidecar.serialize(new)
             tmp = write_temp(self._tmp, raw)
             with self._lock:
-                st = self._replace(tmp, self._sidecar.path, "")
+                st = self._replace(tmp, self._sidecar.path)
                 self._sidecar.adopt(new, st)
             fsync_dir(self._dir)
         return _json_copy(value)
 
     # --- writes ---------------------------------------------------------------------------------
-    def write_text(self, rel: str, text: str) -> None:
+    def write_text(self, rel: Rel, text: str) -> None:
         """Replace the file's contents with `text` (creating it and its parents); atomic, serialized."""
         self._write(rel, lambda _read: text)
 
-    def update_text(self, rel: str, fn: Callable[[str | None], str]) -> str:
+    def update_text(self, rel: Rel, fn: Callable[[str | None], str]) -> str:
         """Read-modify-write a file under its lock: `fn(old text or None)` gives the new text."""
         return self._write(rel, lambda read: fn(read()))
 
-    def _write(self, rel: str, produce: Callable[[Callable[[], str | None]], str]) -> str:
+    def _write(self, rel: Rel, produce: Callable[[Callable[[], str | None]], str]) -> str:
         norm = normalize_rel(rel)
         parts = norm.split("/")
         dir_rel, name = "/".join(parts[:-1]), parts[-1]
@@ -379,10 +404,7 @@ class Folder:
         with self._lock:
             try:
                 os.makedirs(self._dir, exist_ok=True)
-                if not os.path.isdir(self._ladr):
-                    pre = _dir_mtime(self._dir)
-                    os.makedirs(self._ladr, exist_ok=True)
-                    self._tree.adopt_mtime(self._tree.root, pre, _dir_mtime(self._dir))
+                os.makedirs(self._ladr, exist_ok=True)
                 os.makedirs(self._tmp, exist_ok=True)
                 os.makedirs(self._locks, exist_ok=True)
             except OSError as exc:
@@ -409,22 +431,19 @@ class Folder:
             path = os.path.join(path, part)
             if not os.path.isdir(path):
                 with self._lock:
-                    parent = os.path.dirname(path)
-                    pre = _dir_mtime(parent)
                     try:
                         os.mkdir(path)
                     except FileExistsError:
                         pass
                     except OSError as exc:
                         raise SlateError(f"cannot create directory {path}: {exc}") from exc
-                    st = os.stat(path)
-                    self._tree.note_dir(parent_rel, part, st, pre, _dir_mtime(parent))
+                    self._tree.note_dir(parent_rel, part, os.stat(path))
             parent_rel = f"{parent_rel}/{part}" if parent_rel else part
 
-    def _replace(self, tmp: str, target: str, dir_rel: str, name: str | None = None) -> os.stat_result:
-        """Rename `tmp` over `target` and patch the cache; the caller holds self._lock."""
+    def _replace(self, tmp: str, target: str, dir_rel: str = "", name: str | None = None) -> os.stat_result:
+        """Rename `tmp` over `target` and patch the cache (when `name` is a listed file); the caller
+        holds self._lock."""
         parent = os.path.dirname(target)
-        pre = _dir_mtime(parent)
         try:
             os.replace(tmp, target)
         except OSError as exc:
@@ -435,14 +454,10 @@ class Folder:
             with open(tmp, "rb") as fh:
                 data = fh.read()
             _unlink_quietly(tmp)
-            pre = _dir_mtime(parent)
             os.replace(write_temp(parent, data), target)
-        post = _dir_mtime(parent)
         st = os.stat(target)
         if name is not None:
-            self._tree.note_file(dir_rel, name, st, pre, post)
-        else:
-            self._tree.adopt_mtime(self._tree.find_dir(dir_rel, validate=False), pre, post)
+            self._tree.note_file(dir_rel, name, st)
         return st
 
     # --- similarity -----------------------------------------------------------------------------
@@ -452,16 +467,31 @@ class Folder:
         if top_k <= 0:
             return []
         with self._lock:
+            self._tree.sync()
             listing = [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files(sort=False)]
         return self._vectors.rank(text, listing, top_k)
 
     def refresh(self) -> None:
-        """Drop every cache (listing, metatags, created times, vectors); the next read rescans."""
+        """Drop every cache (listing, metatags, created times, vectors); the next read rescans.
+
+        Never needed for correctness (every read is current); it frees memory and starts over."""
         with self._lock:
-            self._tree = Tree(self._dir)
+            self._tree.close()
             self._sidecar.forget()
             self._created.forget()
             self._vectors.clear()
+
+    def close(self) -> None:
+        """Release the folder's file-system watches and caches; a later read quietly opens them again."""
+        self.refresh()
+
+    @property
+    def watched(self) -> bool:
+        """True when the folder's listing is kept current by notifications for every cached directory
+        (False: the re-stat fallback lists some or all directories again at each read)."""
+        with self._lock:
+            root = self._tree.sync()
+            return root is not None and self._tree.watched_dirs() > 0 and not self._tree.has_unwatched()
 
 
 def _unlink_quietly(path: str) -> None:

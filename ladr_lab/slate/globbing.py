@@ -39,6 +39,7 @@ class _Comp:
                 yield self.literal
             return
         match = self.match
+        assert match is not None
         for name in candidates:
             if match(name):
                 yield name
@@ -69,11 +70,11 @@ def compile_glob(pattern: object) -> list[str | _Comp] | None:
     return comps
 
 
-def walk_glob(root: Any, comps: list[str | _Comp], fresh: Callable[[Any], Any]) -> list[str]:
+def walk_glob(root: Any, comps: list[str | _Comp], fresh: Callable[[Any], Any] | None = None) -> list[str]:
     """Return the sorted relative paths of files under `root` matching `comps`.
 
-    `root` and its descendants expose `files` and `dirs` dicts keyed by entry name; `fresh(node)`
-    revalidates a node against the disk before it is read and returns it (or None if it vanished).
+    `root` and its descendants expose `files` and `dirs` dicts keyed by entry name; `fresh(node)`,
+    when given, revalidates a node before it is read and returns it (or None if it vanished).
     """
     out: set[str] = set()
     seen: set[tuple[Any, int]] = set()  # nodes hash by identity
@@ -86,9 +87,10 @@ def walk_glob(root: Any, comps: list[str | _Comp], fresh: Callable[[Any], Any]) 
         if key in seen:
             continue
         seen.add(key)
-        node = fresh(node)
-        if node is None:
-            continue
+        if fresh is not None:
+            node = fresh(node)
+            if node is None:
+                continue
         comp = comps[i]
         if comp == DSTAR:
             if i == last:

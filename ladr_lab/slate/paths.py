@@ -1,44 +1,66 @@
 """Safe path handling for slate folders: the one place that decides what a step may touch.
 
-A *relative path* names a file below a folder with `/` separators. It is refused when it is empty,
-absolute, contains NUL or a backslash, has an empty component, or has any component starting with
-`.` (which covers `.`, `..` and every hidden name). Refusing `..` outright, rather than normalising
-it, keeps the rule simple enough to audit: no accepted string can name anything but a descendant.
+A *relative path* names a file (or subfolder) below a folder with `/` separators; a `str` or any
+`os.PathLike` that gives one. `normalize_rel` turns it into its **canonical form** or refuses it:
+
+- refused outright: non-strings, NUL bytes, backslashes, absolute paths (a leading `/`), strings
+  that are not valid UTF-8 (lone surrogates), any `..` component, and any component starting with
+  `.` other than `.` itself (hidden names such as `.metatags.json` or `.ladr`);
+- canonicalised: empty components and `.` components are dropped, so `./core.md`,
+  `notes//algebra.md`, `core.md/` and `./notes/./a.md` become `core.md`, `notes/algebra.md`,
+  `core.md` and `notes/a.md`, which are the shapes a model writes;
+- refused when nothing is left (``""``, `.`, `./`).
+
+Refusing `..` rather than resolving it keeps the rule auditable: every component of an accepted
+path is a real, visible name, so no accepted string can name anything but a descendant (symlinks
+are checked separately by `resolve_under`), the canonical form is a fixed point, and two strings
+that name the same file through the same directories get the same canonical form, which is what
+metatag keys and the retrieve loop's dedup compare.
 """
 from __future__ import annotations
 
 import os
-import stat
 
 from ladr_lab.errors import PathRefused
 
 
+def as_path_str(rel: object) -> str:
+    """`rel` as a string: a `str` as is, an `os.PathLike` through `os.fspath`; PathRefused otherwise."""
+    if isinstance(rel, str):
+        return rel
+    if isinstance(rel, os.PathLike):
+        value = os.fspath(rel)
+        if isinstance(value, str):
+            return value
+    raise PathRefused(f"path must be a string or os.PathLike, got {type(rel).__name__}")
+
+
 def normalize_rel(rel: object) -> str:
-    """Return the canonical form of a folder-relative path, or raise PathRefused."""
-    if not isinstance(rel, str):
-        raise PathRefused(f"path must be a string, got {type(rel).__name__}")
-    if rel == "":
-        raise PathRefused("empty path")
-    if "\x00" in rel:
-        raise PathRefused(f"path contains a NUL byte: {rel!r}")
-    if "\\" in rel:
-        raise PathRefused(f"path contains a backslash: {rel!r}")
-    if rel.startswith("/"):
-        raise PathRefused(f"absolute path: {rel!r}")
-    if not rel.isascii():
+    """Return the canonical form of a folder-relative path (see the module docstring), or raise PathRefused."""
+    text = as_path_str(rel)
+    if "\x00" in text:
+        raise PathRefused(f"path contains a NUL byte: {text!r}")
+    if "\\" in text:
+        raise PathRefused(f"path contains a backslash: {text!r}")
+    if text.startswith("/"):
+        raise PathRefused(f"absolute path: {text!r}")
+    if not text.isascii():
         try:
-            rel.encode("utf-8")
+            text.encode("utf-8")
         except UnicodeEncodeError:
-            raise PathRefused(f"path is not valid UTF-8: {rel!r}") from None
-    # A trailing slash is how index() names subfolders ("notes/"), so it is accepted and dropped.
-    body = rel[:-1] if rel.endswith("/") else rel
-    parts = body.split("/")
-    for part in parts:
-        if part == "":
-            raise PathRefused(f"path has an empty component: {rel!r}")
+            raise PathRefused(f"path is not valid UTF-8: {text!r}") from None
+    parts = []
+    for part in text.split("/"):
+        if part == "" or part == ".":
+            continue
+        if part == "..":
+            raise PathRefused(f"path has a '..' component: {text!r}")
         if part.startswith("."):
-            raise PathRefused(f"path has a hidden or relative component {part!r}: {rel!r}")
-    return body
+            raise PathRefused(f"path has a hidden component {part!r}: {text!r}")
+        parts.append(part)
+    if not parts:
+        raise PathRefused(f"empty path: {text!r}")
+    return "/".join(parts)
 
 
 def is_listable_name(name: str) -> bool:
@@ -64,7 +86,7 @@ def inside(real: str, base_real: str) -> str | None:
     return real[len(prefix):].replace(os.sep, "/")
 
 
-def resolve_under(base: str, rel: str) -> str:
+def resolve_under(base: str, rel: object) -> str:
     """Resolve `rel` below the directory `base`; return the real absolute path or raise PathRefused.
 
     Symlinks are followed (realpath) and then the real path must still be inside the base's real
@@ -75,38 +97,9 @@ def resolve_under(base: str, rel: str) -> str:
     real = os.path.realpath(os.path.join(base_real, norm))
     rel_real = inside(real, base_real)
     if rel_real is None:
-        raise PathRefused(f"path leaves the folder: {rel!r}")
+        raise PathRefused(f"path leaves the folder: {as_path_str(rel)!r}")
     if rel_real == "":
-        raise PathRefused(f"path names the folder itself: {rel!r}")
+        raise PathRefused(f"path names the folder itself: {as_path_str(rel)!r}")
     if any(p.startswith(".") for p in rel_real.split("/")):
-        raise PathRefused(f"path leads to a hidden name: {rel!r}")
+        raise PathRefused(f"path leads to a hidden name: {as_path_str(rel)!r}")
     return real
-
-
-def read_regular_file(real: str) -> bytes | None:
-    """Read a regular file's bytes, or None if it is missing, not regular, or unreadable.
-
-    O_NOFOLLOW refuses a final component swapped for a link after resolution, and O_NONBLOCK keeps a
-    FIFO planted in the folder from hanging the reader; fstat then rejects anything not regular.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(real, flags)
-    except (OSError, ValueError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        chunks = []
-        while True:
-            chunk = os.read(fd, max(st.st_size + 1, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)

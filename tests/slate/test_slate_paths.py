@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,18 +17,40 @@ REFUSED = [
     "../private/secret.md",
     "notes/../../private/secret.md",
     "notes/../core.md",
+    "notes/..",
+    "..",
+    "./../core.md",
     "/etc/passwd",
+    "//etc/passwd",
     "a\x00b",
     ".hidden.md",
     "notes/.x",
+    "./.hidden.md",
     ".metatags.json",
     ".ladr/created.log",
-    "./core.md",
+    "...",
     "notes\\calculus.md",
     "..\\private\\secret.md",
     "",
+    ".",
+    "./",
+    ".//./",
     "/",
-    "notes//calculus.md",
+    "bad\udcffname.md",
+]
+
+# The shapes a model writes, and their canonical forms.
+CANONICAL = [
+    ("core.md", "core.md"),
+    ("./core.md", "core.md"),
+    ("core.md/", "core.md"),
+    ("core.md//", "core.md"),
+    ("notes//calculus.md", "notes/calculus.md"),
+    ("./notes/./calculus.md", "notes/calculus.md"),
+    ("notes/calculus.md/.", "notes/calculus.md"),
+    ("notes/", "notes"),
+    (Path("notes") / "calculus.md", "notes/calculus.md"),
+    (PurePosixPath("./core.md"), "core.md"),
 ]
 
 
@@ -38,6 +60,39 @@ def test_resolve_refuses(kdocs, rel):
         kdocs.resolve(rel)
     assert kdocs.read_text(rel) is None
     assert kdocs.exists(rel) is False
+
+
+@pytest.mark.parametrize("rel, canonical", CANONICAL)
+def test_requested_paths_are_canonicalised(kdocs, rel, canonical):
+    assert normalize_rel(rel) == canonical
+    assert kdocs.normalize(rel) == canonical
+    assert kdocs.resolve(rel) == kdocs.resolve(canonical)
+    if canonical != "notes":
+        assert kdocs.read_text(rel) == kdocs.read_text(canonical) is not None
+        assert kdocs.exists(rel)
+        assert kdocs.get_metatag(rel, "size") == kdocs.get_metatag(canonical, "size") is not None
+
+
+def test_every_path_taking_function_takes_a_pathlike(kdocs, kroot):
+    p = Path("core.md")
+    assert "CORE-7731" in kdocs.read_text(p)
+    assert kdocs.read_excerpt(p, 4).text == kdocs.read_text("core.md")[:4]
+    assert kdocs.exists(p) and kdocs.resolve(p) == kdocs.resolve("core.md")
+    assert kdocs.get_metatag(p, "size") == 45
+    assert kdocs.index(Path("research")) == kdocs.index("research")
+    assert kdocs.glob(Path("notes") / "*.md") == ["notes/algebra.md", "notes/calculus.md"]
+    kdocs.write_text(Path("new") / "p.md", "via a Path")
+    assert kdocs.read_text("new/p.md") == "via a Path"
+    kdocs.update_text(Path("new/p.md"), lambda old: old + "!")
+    kdocs.set_metatag(Path("new/p.md"), "tags", ["p"])
+    kdocs.update_metatag(Path("./new/p.md"), "summary", lambda old: "s")
+    assert kdocs.metatags()["new/p.md"] == {"tags": ["p"], "summary": "s"}
+    store = SlateStore()
+    slate = store.bind("K", str(kroot), [FolderSpec("docs")])
+    assert slate.root == kroot and slate.folder(Path("docs")).read_text("core.md") == kdocs.read_text("core.md")
+    assert FolderSpec("docs", files={"core.md": {"v": "boolean"}}).effective_schema(Path("core.md")) == {"v": "boolean"}
+    with pytest.raises(PathRefused):
+        normalize_rel(b"core.md")  # bytes are not a text path
 
 
 def test_path_refused_is_a_slate_error():
@@ -98,6 +153,52 @@ def test_fifo_does_not_hang_a_read(kdocs, kroot):
 def test_non_string_path_is_refused(kdocs):
     with pytest.raises(PathRefused):
         kdocs.resolve(None)  # type: ignore[arg-type]
+
+
+# --- properties of the canonical form -------------------------------------------------------------
+
+SEGMENTS = ["", ".", "..", "a", "b.md", "notes", ".x", "..x", "x..", "\x00", "\\", "é", "\udcff", " ", "~"]
+any_path = st.one_of(
+    st.text(max_size=30),
+    st.lists(st.sampled_from(SEGMENTS), max_size=7).map("/".join),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(rel=any_path)
+def test_canonical_form_names_only_descendants_and_is_a_fixed_point(rel):
+    try:
+        canon = normalize_rel(rel)
+    except PathRefused:
+        return
+    parts = canon.split("/")
+    assert all(p and not p.startswith(".") and "\x00" not in p and "\\" not in p for p in parts)
+    assert normalize_rel(canon) == canon
+    base = "/base/folder"
+    joined = os.path.normpath(os.path.join(base, canon))
+    assert joined.startswith(base + "/") and joined != base  # a descendant, never the folder or above
+    # the same components, only empty and "." ones dropped: the request and its canonical form
+    # name the same directory entry
+    assert [p for p in rel.split("/") if p not in ("", ".")] == parts
+
+
+@settings(max_examples=300, deadline=None)
+@given(rel=st.lists(st.sampled_from(["notes", "calculus.md", ".", "", "research", "notes.md"]),
+                    min_size=1, max_size=6).map("/".join))
+def test_equal_files_get_equal_canonical_paths(ref_docs, rel):
+    kdocs = ref_docs
+    try:
+        canon = normalize_rel(rel)
+    except PathRefused:
+        assert rel.startswith("/") or not [p for p in rel.split("/") if p not in ("", ".")]
+        return
+    target = os.path.join(kdocs.path, rel)
+    if os.path.isfile(target):
+        # every accepted spelling of an existing file canonicalises to its one listed path
+        assert canon in kdocs.files()
+        assert os.path.samefile(target, os.path.join(kdocs.path, canon))
+        same = [f for f in kdocs.files() if os.path.samefile(os.path.join(kdocs.path, f), target)]
+        assert same == [canon]
 
 
 # --- property: whatever the path, nothing outside the folder is ever returned ------------------

@@ -1,0 +1,57 @@
+"""The slate package's modules import each other one way only, and FolderSpec has one home."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ladr_lab.slate as slate_pkg
+
+PKG = Path(slate_pkg.__file__).resolve().parent
+
+
+def _slate_imports() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PKG.glob("*.py")):
+        me = path.stem
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[:2] == ["ladr_lab", "slate"] and len(parts) > 2:
+                    deps.add(parts[2])
+                elif node.level == 1 and parts[0] != me:
+                    deps.add(parts[0])
+        graph[me] = deps - {me}
+    return graph
+
+
+def test_slate_modules_form_no_cycle():
+    graph = _slate_imports()
+    graph.pop("__init__")
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(mod: str, trail: list[str]) -> None:
+        if state.get(mod) == 2:
+            return
+        if state.get(mod) == 1:
+            cycles.append(trail[trail.index(mod):] + [mod])
+            return
+        state[mod] = 1
+        for dep in sorted(graph.get(mod, ())):
+            visit(dep, trail + [mod])
+        state[mod] = 2
+
+    for mod in sorted(graph):
+        visit(mod, [])
+    assert cycles == []
+    assert "store" not in graph["folder"]  # the old circle: folder needed FolderSpec from store
+
+
+def test_folder_spec_lives_in_its_own_module():
+    from ladr_lab.config.model import FolderSpec as from_config
+    from ladr_lab.slate import FolderSpec
+    from ladr_lab.slate.spec import FolderSpec as home
+
+    assert FolderSpec is home is from_config
+    assert FolderSpec.__module__ == "ladr_lab.slate.spec"
