@@ -52,16 +52,7 @@ def _short(value: Any, n: int = 60) -> str:
 def bounded_text(folder, rel: str, max_chars: int) -> tuple[str | None, int | None]:
     """A file's text cut at `max_chars` with a closing line saying so, and its size in bytes when cut
     (None when whole). Only as much of the file is read as the bound needs."""
-    read_excerpt = getattr(folder, "read_excerpt", None)
-    if read_excerpt is None:  # TEMPORARY until the slate layer's bounded read lands
-        text = folder.read_text(rel)
-        if text is None:
-            return None, None
-        if len(text) <= max_chars:
-            return text, None
-        return text[:max_chars] + f"\n[cut: showing the first {max_chars:,} characters of a " \
-            f"{len(text.encode()):,}-byte file]", len(text.encode())
-    excerpt = read_excerpt(rel, max_chars)
+    excerpt = folder.read_excerpt(rel, max_chars)
     if excerpt is None:
         return None, None
     if not excerpt.truncated:
