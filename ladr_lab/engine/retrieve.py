@@ -20,6 +20,7 @@ from ..trace import Fetched
 
 MODES = ("files", "subfolders", "metatag", "glob", "similarTo")
 DEFAULT_TOP_K = 5
+MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
 FOLDER_LEVEL = ("index", "tree")
 
 
@@ -95,9 +96,7 @@ class _Round:
             return
         room = min(self.limits.entry_chars, self.room())
         if room <= 0:
-            self.add(Fetched(path=rel, mode=mode, status="left_out", asked=shown,
-                             note=f"this round's retrieved block reached its {self.limits.round_chars:,}-character "
-                                  "bound; ask for it again in a later round", **extra))
+            self.add(self._left_out(rel, mode, shown, **extra))
             return
         try:
             text, total = bounded_text(self.folder, rel, room)
@@ -106,10 +105,19 @@ class _Round:
         if text is None:
             self.add(Fetched(path=rel, mode=mode, status="not_found", asked=shown, **extra))
             return
+        if total is not None and room < min(MIN_PIECE, self.limits.entry_chars):
+            # the round's block is nearly full: a stub of this file helps nobody; it can be asked for later
+            self.add(self._left_out(rel, mode, shown, **extra))
+            return
         self.seen.add(rel)
         self.used += len(text)
         self.add(Fetched(path=rel, mode=mode, status="fetched", chars=len(text), asked=shown,
                          truncated=True if total is not None else None, total_bytes=total, **extra), text)
+
+    def _left_out(self, rel: str, mode: str, shown: str | None, **extra) -> Fetched:
+        return Fetched(path=rel, mode=mode, status="left_out", asked=shown,
+                       note=f"this round's retrieved block reached its {self.limits.round_chars:,}-character bound; "
+                            "ask for it again in a later round", **extra)
 
     def listing(self, label: str, mode: str, value: Any, asked: str | None = None) -> None:
         """A listing (a subfolder's index, the folder's index or tree) as JSON, bounded like a file."""

@@ -334,3 +334,36 @@ def test_a_call_step_gates_and_writes_its_child_output(ladder, slates, tmp_path)
     bad = run_with(lad, {"inner": ['{"no": 1}']}, slates)
     assert bad.status == "aborted" and bad.trace.writes() == []     # an aborting node runs no slateWrite
     assert json.loads((slates["Memory"] / "facts" / "core.md").read_text()) == {"ok": True}
+
+
+# ---- property: no model output may end a run -------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8),
+                               st.sampled_from(["core.md", "./notes//algebra.md", "notes/", "..", "index", "tree",
+                                                "tags", "*.md", "**", ".metatags.json"])),
+                     lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                             st.dictionaries(st.sampled_from(["name", "contains", "similarTo",
+                                                                              "depth", "x"]), inner, max_size=3)),
+                     max_leaves=8)
+_requests = st.dictionaries(st.sampled_from(["files", "subfolders", "metatag", "glob", "similarTo", "topK",
+                                             "file", "query"]), _json, max_size=4)
+STATUSES = {"fetched", "not_found", "already_in_context", "listed", "no_match", "left_out"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(requests=st.lists(_requests, min_size=1, max_size=4), rounds=st.integers(1, 3))
+def test_whatever_a_model_asks_the_run_completes_within_its_bounds(ladder, slates, requests, rounds):
+    outs = [json.dumps({"request": r}) for r in requests] + ["final"]
+    run = Run(research(ladder, rounds=rounds, schema=LOOSE), model=ScriptedModel({"research": outs}), input="q",
+              slates=slates, max_fetch_chars=2_000, max_round_chars=5_000)
+    res = run.run()
+    assert res.status == "completed", res.error
+    calls = run.trace.calls()
+    assert len(calls) <= rounds + 1
+    for c in calls:
+        for f in c.fetched or ():
+            assert f.status in STATUSES and f.chars <= 2_000 + 200
+        assert sum(f.chars for f in c.fetched or ()) <= 5_000 + 200
+        assert "SECRET-7731" not in c.messages[1]["content"]
