@@ -38,7 +38,7 @@ class ReadOnlyDict(dict):
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("slate index entries are read-only; copy with dict(entry) first")
 
-    __setitem__ = __delitem__ = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _refuse
     update = pop = popitem = clear = setdefault = __ior__ = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:
