@@ -5,7 +5,7 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ladr_lab.runfiles import RunFilesWriter, RunFileRetriever, Scope, agent_name, parse_file
+from ladr_lab.runfiles import RunFileRetriever, RunFilesWriter, Scope, agent_name, parse_file
 
 TS = datetime(2026, 10, 21, 18, 0, 0)
 
@@ -109,7 +109,7 @@ def test_distinct_step_ids_write_distinct_files_named_as_in_their_records(tmp_pa
     stems = [agent_name(s) for s in ids]
     assert len(set(stems)) == len(ids)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(s + x for s in stems for x in (".history", ".log"))
-    for sid, stem in zip(ids, stems):
+    for sid, stem in zip(ids, stems, strict=True):
         recs = parse_file(tmp_path / f"{stem}.history")
         assert {r.agent for r in recs} == {stem}
         assert any(r.message == f"said (round 1): kiwi {sid} answered in iteration 1" for r in recs)
