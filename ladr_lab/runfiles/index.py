@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ladr_lab.runfiles.masking import Masker
-from ladr_lab.runfiles.readings import LEFT_OUT, NOTE, QUIET_LEVELS, TOLD, Reading, RecordInterpreter
+from ladr_lab.runfiles.readings import LEFT_OUT, NOTE, QUIET_LEVELS, TOLD, RecordInterpreter
 from ladr_lab.runfiles.records import CONTINUATION_INDENT, Record, parse_record_line
 from ladr_lab.runfiles.writer import EPISODE_MARKER_RE, HISTORY_SUFFIX, LOG_SUFFIX
 
@@ -71,7 +71,7 @@ def message_key(message: str) -> int:
 
 
 def _norm_ts(ts: str | None) -> str | None:
-    return ts.replace(",", ".") if ts else ts
+    return ts.replace(",", ".") if ts and "," in ts else ts
 
 
 @dataclass
@@ -161,10 +161,16 @@ class RunFileIndex:
         self.warned: set[str] = set()
         self.db = sqlite3.connect("" if path is None else str(path), check_same_thread=False,
                                   isolation_level=None)
-        self.db.execute("PRAGMA synchronous=OFF" if path is None else "PRAGMA journal_mode=WAL")
+        # a rollback journal, not WAL: a first build is one big transaction that WAL would write twice
+        self.db.execute("PRAGMA synchronous=OFF" if path is None else "PRAGMA journal_mode=TRUNCATE")
         self.db.execute("PRAGMA temp_store=MEMORY")
+        self.db.execute("PRAGMA cache_size=-262144")  # 256 MiB: FTS5 merges its segments in the page cache
         self.db.executescript(_SCHEMA)
         self._check_meta()
+        self._load()
+
+    def _load(self) -> None:
+        """What the index keeps in memory, as the database has it (at start, and after a failed refresh)."""
         self.markers = _Markers()
         for f, line, ts, n in self.db.execute("SELECT file, line, ts, n FROM markers"):
             self.markers.add(f, line, ts, n)
@@ -364,9 +370,7 @@ class RunFileIndex:
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
-            self.markers = _Markers()
-            for fid, line, ts, n in self.db.execute("SELECT file, line, ts, n FROM markers"):
-                self.markers.add(fid, line, ts, n)
+            self._load()
             raise
         return stats
 
@@ -480,28 +484,30 @@ class RunFileIndex:
         head = part.head
         message = "\n".join(part.body)
         if head is None:
-            rec = Record(part.line, None, None, None, None, None, message, "preamble" if f.records else "text")
             ts, conv, level, noconv = (next_ts if f.records else None), None, None, int(f.records)
         else:
-            rec = Record(part.line, head["timestamp"], head["level"], head["state"], head["conversation"],
-                         head["agent"], message, head["kind"])
-            ts, conv, level, noconv = _norm_ts(head["timestamp"]), head["conversation"], head["level"], 0
+            ts, conv, level = _norm_ts(head["timestamp"]), head["conversation"], head["level"]
             noconv = int(conv is None)
         if level in QUIET_LEVELS:
             return
-        reading = self.interpreter.read(f.rel, part.line, rec) if self.interpreter is not None \
-            else Reading.note(message)
-        if reading.kind == LEFT_OUT:
-            return
-        text, msg = reading.text, reading.message
+        if self.interpreter is None:  # every record a note
+            kind, text, msg = NOTE, message, None
+        else:
+            rec = Record(part.line, None, None, None, None, None, message, "preamble" if f.records else "text") \
+                if head is None else Record(part.line, head["timestamp"], level, head["state"], conv, head["agent"],
+                                            message, head["kind"])
+            reading = self.interpreter.read(f.rel, part.line, rec)
+            if reading.kind == LEFT_OUT:
+                return
+            kind, text, msg = reading.kind, reading.text, reading.message
         if self.masker is not None:
             text = self.masker.mask(text)
             msg = self.masker.mask(msg) if msg is not None else None
-        if reading.kind == NOTE or msg is None:
+        if kind == NOTE or msg is None:
             key, msgkey = _hash("note", text), None
         else:
-            key = _hash(reading.kind, msg)
-            msgkey = message_key(msg) if reading.kind == TOLD else None
+            key = _hash(kind, msg)
+            msgkey = message_key(msg) if kind == TOLD else None
         episode = self.markers.episode(f.id, part.part_line, ts) if f.records else None
         rec_id = self._next_rec
         self._next_rec += 1
@@ -515,7 +521,7 @@ class RunFileIndex:
                     self._next_piece += 1
                     pidx += 1
         self._rec_rows.append((rec_id, f.id, part.line, part.part_line, ts, level, conv, noconv, int(f.records),
-                               episode, reading.kind, key, msgkey, p0, self._next_piece - 1, int(tentative)))
+                               episode, kind, key, msgkey, p0, self._next_piece - 1, int(tentative)))
         stats.records += 1
         stats.pieces += pidx
 

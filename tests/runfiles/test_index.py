@@ -204,3 +204,62 @@ def test_blocks_never_cut_a_line(tmp_path: Path, monkeypatch, size: int) -> None
     with RunFileRetriever(tmp_path, "Alice") as r:
         got = r.search("kiwi", top_k=5)
     assert sorted((p.line, p.text) for p in got.pieces) == [(1, "kiwi  caf\u00e9 one"), (3, "kiwi two")]
+
+
+def test_a_failed_refresh_leaves_the_index_as_it_was(tmp_path: Path, monkeypatch) -> None:
+    base(tmp_path / "Alice.history")
+    with RunFileRetriever(tmp_path, "Alice") as r:
+        assert texts(r.search("kiwi", **REQ)) == ["kiwi first"]
+        with open(tmp_path / "Alice.history", "a") as fh:
+            fh.write(rec("18:00:02", "Alice", "kiwi second", "c"))
+
+        def boom(*a, **k):
+            raise OSError("disk gone")
+
+        monkeypatch.setattr(r.index, "_recompute", boom)
+        monkeypatch.setattr(r.index, "_scan_markers", boom)
+        with pytest.raises(OSError):
+            r.search("kiwi", **REQ)
+        monkeypatch.undo()
+        got = r.search("kiwi", **REQ)
+        assert texts(got) == ["kiwi first", "kiwi second"] and got.refresh.bytes_read > 0
+
+
+def _all(r: RunFileRetriever) -> set[tuple]:
+    got = r.search("kiwi", episode=0, conversation="-", top_k=10_000)
+    return {(p.line, p.piece_line, p.text, p.conversation, p.episode) for p in got.pieces}
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover - hypothesis is a dev dependency
+    given = None
+
+if given is not None:
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3), st.sampled_from(["-", "c1", "c2"])),
+                    min_size=1, max_size=12),
+           st.lists(st.floats(0, 1), max_size=6))
+    def test_appending_in_any_pieces_indexes_what_one_read_does(tmp_path_factory, records, cuts) -> None:
+        run = tmp_path_factory.mktemp("run")
+        text = ""
+        for i, (episode_mark, lines, conv) in enumerate(records):
+            if episode_mark == 0:
+                text += rec(f"18:00:{i:02d}", "Alice", f"has started episode {i}.")
+            body = "\n".join(f"kiwi w{i}x{j}" for j in range(lines))
+            text += rec(f"18:00:{i:02d}", "Alice", body, conv, level="INFO" if i % 2 else None)
+        data = text.encode()
+        points = sorted({int(c * len(data)) for c in cuts} | {len(data)})
+        with RunFileRetriever(run, "Alice") as r:
+            done = 0
+            for p in points:
+                with open(run / "Alice.history", "ab") as fh:
+                    fh.write(data[done:p])
+                done = p
+                r.search("kiwi", episode=0, conversation="-")
+            incremental = _all(r)
+        fresh = tmp_path_factory.mktemp("fresh")
+        (fresh / "Alice.history").write_bytes(data)
+        with RunFileRetriever(fresh, "Alice") as r:
+            assert incremental == _all(r)
