@@ -178,6 +178,8 @@ class RunFileIndex:
         self._next_piece = (self.db.execute("SELECT max(rowid) FROM pieces").fetchone()[0] or 0) + 1
         self._rec_rows: list[tuple] = []
         self._piece_rows: list[tuple] = []
+        self.generation = getattr(self, "generation", 0) + 1  # changes whenever the indexed pieces may have
+        self._stats_cache: dict = {}
 
     # ---- setup -----------------------------------------------------------------------------------------
     def _config(self) -> dict:
@@ -359,6 +361,8 @@ class RunFileIndex:
                     changed_ts += self._drop_rows(f.id)
                     self.db.execute("DELETE FROM files WHERE id = ?", (f.id,))
             first_new = self._next_rec
+            if plans or len(seen) != len(known) or changed_ts:
+                self.generation += 1
             for f, path, end in plans:
                 if f.records:
                     changed_ts += self._scan_markers(f, path, end)
@@ -373,6 +377,23 @@ class RunFileIndex:
             self._load()
             raise
         return stats
+
+    # ---- term statistics (what ranking needs to know about a query's words) -----------------------------
+    def piece_count(self) -> int:
+        """How many pieces the index holds."""
+        key = (self.generation, None)
+        if key not in self._stats_cache:
+            self._stats_cache[key] = self.db.execute("SELECT count(*) FROM pieces_docsize").fetchone()[0]
+        return self._stats_cache[key]
+
+    def doc_frequency(self, term: str) -> int:
+        """How many pieces hold `term` (a token as FTS5's tokenizer writes it)."""
+        key = (self.generation, term)
+        if key not in self._stats_cache:
+            self.db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.pieces_vocab USING fts5vocab(main, pieces, 'row')")
+            row = self.db.execute("SELECT doc FROM temp.pieces_vocab WHERE term = ?", (term,)).fetchone()
+            self._stats_cache[key] = row[0] if row else 0
+        return self._stats_cache[key]
 
     @staticmethod
     def _has_nul(path: Path, offset: int) -> bool:

@@ -69,9 +69,14 @@ def resolve_owner(run_dir: str | Path, owner: str) -> str:
     return agent_name(owner)
 
 
-def to_fts_query(query: str, any_word: bool = False) -> str | None:
-    """The FTS5 query of a search text: its words quoted (no operator can be injected), all or any of them."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD_RE.findall(query)))
+def query_words(query: str) -> list[str]:
+    """The words of a search text, lower-cased, each once, in order."""
+    return list(dict.fromkeys(w.lower() for w in _WORD_RE.findall(query)))
+
+
+def to_fts_query(query: str | list[str], any_word: bool = False) -> str | None:
+    """The FTS5 query of a search text (or its words): each word quoted, so no operator can be injected; all or any."""
+    words = query_words(query) if isinstance(query, str) else query
     if not words:
         return None
     return (" OR " if any_word else " ").join('"' + w.replace('"', '""') + '"' for w in words)
@@ -205,16 +210,36 @@ class RunFileRetriever:
         out: list[Piece] = []
         seen: set[tuple[int, int]] = set()
         taken: set[int] = set()
-        for any_word in (False, True):
-            fts = to_fts_query(query, any_word)
+        fetch = ("SELECT p.rowid, p.text, p.pline, p.pidx, r.file, r.line, r.kind, r.conv, r.episode, r.ts, r.level, "
+                 "r.key FROM pieces p JOIN records r ON r.id = p.rec WHERE p.rowid = ? AND " + where)
+        words = query_words(query)
+        total = self.index.piece_count() if words else 0
+        # a word in half the pieces or more gets no weight from bm25 (FTS5 floors its idf there): it only narrows
+        weak = {w for w in words if 0 < 2 * self.index.doc_frequency(w) >= total}
+        # every word first; then any of the words bm25 weighs; then any word at all
+        strong = [w for w in words if w not in weak]
+        phases = [(words, False)]
+        if len(words) > 1 and strong and strong != words:
+            phases.append((strong, True))
+        if len(words) > 1:
+            phases.append((words, True))
+        for use, any_word in phases:
+            fts = to_fts_query(use, any_word)
             if fts is None or len(out) >= top_k:
                 break
-            sql = ("SELECT p.rowid, p.text, p.pline, p.pidx, r.file, r.line, r.kind, r.conv, r.episode, r.ts, "
-                   "r.level, r.key, bm25(pieces) AS score FROM pieces p JOIN records r ON r.id = p.rec "
-                   f"WHERE pieces MATCH ? AND {where} ORDER BY score")
-            for rowid, text, pline, pidx, fid, line, kind, rconv, repisode, ts, level, key, score in \
-                    db.execute(sql, [fts, *args]):
-                if rowid in taken or (key, pidx) in seen:
+            if all(w in weak for w in use):  # bm25 would tie them all: the most recent pieces first
+                ranked = db.execute("SELECT rowid, 0.0 FROM pieces WHERE pieces MATCH ? ORDER BY rowid DESC", (fts,))
+            else:  # rank first (FTS5 sorts only rowids and scores), then read the best candidates' rows
+                ranked = db.execute("SELECT rowid, bm25(pieces) FROM pieces WHERE pieces MATCH ? ORDER BY 2, rowid DESC",
+                                    (fts,))
+            for rowid, score in ranked:
+                if rowid in taken:
+                    continue
+                row = db.execute(fetch, (rowid, *args)).fetchone()
+                if row is None:
+                    continue
+                _, text, pline, pidx, fid, line, kind, rconv, repisode, ts, level, key = row
+                if (key, pidx) in seen:
                     continue
                 seen.add((key, pidx))
                 taken.add(rowid)
@@ -222,8 +247,6 @@ class RunFileRetriever:
                                  level, round(-score, 6)))
                 if len(out) >= top_k:
                     break
-            if " " not in (fts or ""):
-                break  # one word: "any" is the same query
         return out
 
 
@@ -271,4 +294,4 @@ def search_run_files(run_dir: str | Path, query: str, *, owner: str, episode: in
 
 
 __all__ = ["DEFAULT_TOP_K", "Piece", "RunFileRetriever", "RunFileSource", "Scope", "SearchResult", "parse_episode",
-           "resolve_owner", "search_run_files", "to_fts_query"]
+           "query_words", "resolve_owner", "search_run_files", "to_fts_query"]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ladr_lab.runfiles import agent_name, decode_name, encode_name, split_agent_name
@@ -39,6 +39,7 @@ def test_encoding_is_one_to_one_and_reversible(a: str, b: str) -> None:
 @given(st.text(max_size=12), st.lists(st.tuples(st.text(max_size=8), st.integers(1, 99)), max_size=3))
 def test_child_agent_names_split_back(step: str, callers: list[tuple[str, int]]) -> None:
     stem = agent_name(step, callers)
+    assume("~" not in stem)  # a digested (over-long) stem keeps only its head
     assert split_agent_name(stem) == (step, [(s, str(n)) for s, n in callers])
 
 

@@ -281,3 +281,34 @@ def test_the_dataframe_api(tmp_path: Path) -> None:
     assert list(df.columns[:4]) == ["file", "line", "kind", "text"] and len(df) == 3
     assert set(df["file"]) == {"Alice.history"} and df["score"].is_monotonic_decreasing
     assert os.path.isdir(tmp_path)
+
+
+def test_a_run_file_source_renders_evidence_for_a_step(tmp_path: Path) -> None:
+    from ladr_lab.runfiles import RunFileSource
+
+    (tmp_path / "Alice.history").write_text(
+        rec("18:00:00", "Alice", "has started episode 1.")
+        + rec("18:00:01", "Alice", "was told (round 1): where is the kiwi?", "c")
+        + rec("18:00:02", "Alice", "said (round 1): the kiwi is in bay 3 near /etc/kiwi", "c"))
+    source = RunFileSource(tmp_path, owner="Alice", name="memory", top_k=3, mask=True)
+    try:
+        # the question is the turn message: the record of being told it is not evidence
+        assert source.evidence("where is the kiwi?", episode=1, conversation="c") == \
+            "--- memory 1: Alice.history:3, episode 1, c [said] ---\nsaid (round 1): the kiwi is in bay 3 near " \
+            "[masked path]"
+        assert sorted(p.kind for p in source.pieces("kiwi", episode=1, conversation="c")) == ["said", "told"]
+        assert source.evidence("mango", episode=1, conversation="c") == "(no evidence)"
+        assert source.evidence("kiwi") == "(no evidence)"  # no episode and conversation: no records
+    finally:
+        source.close()
+
+
+def test_a_word_in_half_the_pieces_or_more_gives_the_most_recent_first(tmp_path: Path) -> None:
+    # bm25 gives such a word no weight (FTS5 floors its idf), so ranking by it would be a tie
+    (tmp_path / "Alice.history").write_text("".join(
+        rec(f"18:00:{i:02d}", "Alice", f"kiwi number {i}" + (" mango" if i == 3 else ""), "c") for i in range(6)))
+    got = search(tmp_path, "kiwi", episode=1, conversation="c", top_k=3)
+    assert [p.text for p in got.pieces] == ["kiwi number 5", "kiwi number 4", "kiwi number 3 mango"]
+    # a word bm25 weighs still ranks: the piece with it comes first, then the rest of "any word"
+    got = search(tmp_path, "mango kiwi banana", episode=1, conversation="c", top_k=2)
+    assert [p.text for p in got.pieces] == ["kiwi number 3 mango", "kiwi number 5"]
