@@ -4,7 +4,8 @@ An agent is a step's writer name (`names.agent_name`): the step id, or ``<step>@
 step of a child run, so parallel child runs of a `call` step each have their own files, episodes and
 conversations. An episode is one loop iteration of the agent: each new one is one more than the last episode
 the folder already holds for that agent, so runs into the same folder continue the numbering. A conversation
-is ``<run id>/node-<N>``, unique to its run and node; ``-`` outside any node. Timestamps are local time, as
+is ``<run id>/node-<N>`` (the engine's run id from `run_start`, else the writer's own), unique to its run and
+node; ``-`` outside any node. Timestamps are local time, as
 logback writes by default (``utc=True`` for UTC). Write failures never stop the run: they are logged and kept
 in `RunFilesWriter.errors`.
 """
@@ -93,17 +94,20 @@ def _iteration(value: Any, default: int = 1) -> int:
 
 
 def _callers_of(e: dict) -> tuple[tuple[str, str], ...] | None:
-    """The calls that led to an event's run, outermost first, when the event says (``callers``)."""
-    raw = e.get("callers")
-    if raw is None:
+    """The calls that led to an event's run, outermost first, when the event says: its ``caller``, a list of
+    ``"step/node"`` (the engine's trace), or of ``[step, node]`` pairs. None when it does not say."""
+    raw = e.get("caller")
+    if raw is None or (not raw and e.get("depth")):
         return None
     out = []
     for c in raw:
-        if isinstance(c, dict):
-            out.append((str(c.get("step")), str(c.get("node"))))
+        if isinstance(c, str):
+            step, _, node = c.rpartition("/")  # a step id may hold "/": the node is after the last one
+        elif isinstance(c, dict):
+            step, node = c.get("step"), c.get("node")
         else:
             step, node = c
-            out.append((str(step), str(node)))
+        out.append((str(step), str(node)))
     return tuple(out)
 
 
@@ -127,6 +131,7 @@ class RunFilesWriter:
         self.utc = utc
         self.clock = clock or ((lambda: datetime.now(timezone.utc)) if utc else datetime.now)
         self.run_id = run_id or new_run_id(self.clock())
+        self._run_id_given = run_id is not None
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self._agents: dict[str, _Agent] = {}
@@ -155,9 +160,10 @@ class RunFilesWriter:
         return self.run_dir / (agent + HISTORY_SUFFIX), self.run_dir / (agent + LOG_SUFFIX)
 
     def current(self, step: str, node: int | None = None,
-                callers: Sequence[tuple[str, Any]] = ()) -> tuple[int | None, str]:
-        """The current episode of a step's agent (None before its first) and the conversation of `node`."""
-        name = agent_name(step, tuple((str(s), str(n)) for s, n in callers))
+                caller: Sequence[str | tuple[str, Any]] = ()) -> tuple[int | None, str]:
+        """The current episode of a step's agent (None before its first) and the conversation of `node`;
+        `caller` is the step's run's ``caller`` (``"step/node"`` of each call above it, outermost first)."""
+        name = agent_name(step, _callers_of({"caller": list(caller)}) or ())
         agent = self._agents.get(name)
         return (agent.episode if agent else None), conversation_id(self.run_id, node)
 
@@ -180,7 +186,8 @@ class RunFilesWriter:
 
     # ---- who wrote an event ----------------------------------------------------------------------------
     def _chain(self, e: dict) -> tuple[tuple[str, str], ...] | None:
-        """The calls that led to the event's run; None when a child's event cannot be placed."""
+        """The calls that led to the event's run (its ``caller``, else the one `call` running at its depth); None
+        when a child's event cannot be placed."""
         given = _callers_of(e)
         if given is not None:
             return given
@@ -192,7 +199,7 @@ class RunFilesWriter:
             return running[0]
         if running:
             # parallel children and events that do not say which: they share one agent, and we say so once
-            msg = (f"parallel child runs at depth {depth} cannot be told apart (the events carry no `callers`); "
+            msg = (f"parallel child runs at depth {depth} cannot be told apart (the events carry no `caller`); "
                    f"their records share one agent")
             if msg not in self.warnings:
                 self.warnings.append(msg)
@@ -238,6 +245,11 @@ class RunFilesWriter:
         return conversation_id(self.run_id, e.get("node"))
 
     # ---- events ----------------------------------------------------------------------------------------
+    def _on_run_start(self, e: dict, ts: str) -> None:
+        # the engine's run id names the run in its trace too: conversations then point at that trace
+        if e.get("run_id") and not e.get("depth") and not self._run_id_given:
+            self.run_id = str(e["run_id"])
+
     def _on_step_start(self, e: dict, ts: str) -> None:
         agent = self._agent(e)
         iteration = _iteration(e.get("iteration"))

@@ -59,7 +59,7 @@ def test_parallel_child_runs_each_have_their_own_agent_episode_and_conversation(
     writer = RunFilesWriter(tmp_path, clock=lambda: TS, run_id="R")
 
     def child(caller_node: int, kind: str, **kw) -> dict:
-        return {"type": kind, "step": "inner", "depth": 1, "callers": [["outer", caller_node]], "iteration": 1, **kw}
+        return {"type": kind, "step": "inner", "depth": 1, "caller": [f"outer/{caller_node}"], "iteration": 1, **kw}
 
     writer({"type": "step_start", "step": "outer", "step_type": "call", "nodes": 2, "iteration": 1})
     for n in (1, 2):
@@ -93,7 +93,7 @@ def test_child_events_without_callers_are_placed_by_the_running_call(tmp_path: P
     writer({"type": "step_start", "step": "inner", "step_type": "normal", "nodes": 1, "iteration": 1, "depth": 1})
     writer({"type": "call", "step": "outer", "node": 2, "status": "completed", "child_depth": 1})
     assert (tmp_path / "inner@outer#2.history").exists() and writer.warnings == []
-    # two at once and no callers: they cannot be told apart, and the writer says so
+    # two at once and no caller: they cannot be told apart, and the writer says so
     for n in (1, 2):
         writer({"type": "call", "step": "outer", "node": n, "status": "started", "child_depth": 1})
     writer({"type": "step_start", "step": "inner", "step_type": "normal", "nodes": 1, "iteration": 1, "depth": 1})
@@ -147,4 +147,23 @@ def test_the_writer_reads_typed_events_through_to_dict(tmp_path: Path) -> None:
 def test_current_gives_a_step_its_episode_and_conversation(tmp_path: Path) -> None:
     writer = one_run(tmp_path, "R", "kiwi", iterations=(1, 2))
     assert writer.current("Alice", 3) == (2, "R/node-3")
+    assert writer.current("Alice", 1, caller=["outer/2"]) == (None, "R/node-1")  # another agent: no episode yet
     assert writer.current("nobody") == (None, "-")
+
+
+def test_the_engine_run_id_names_the_conversations(tmp_path: Path) -> None:
+    writer = RunFilesWriter(tmp_path, clock=lambda: TS)
+    writer({"type": "run_start", "ladder": "demo", "run_id": "3f2a9c1b0d4e"})
+    writer({"type": "llm_call", "step": "s", "node": 2, "round": 1, "iteration": 1,
+            "messages": [{"role": "user", "content": "u"}], "output": "o", "forced_final": False,
+            "request_match": None})
+    writer.close()
+    assert {r.conversation for r in parse_file(tmp_path / "s.history")} == {"-", "3f2a9c1b0d4e/node-2"}
+
+
+def test_a_caller_step_id_with_a_slash_keeps_its_node(tmp_path: Path) -> None:
+    writer = RunFilesWriter(tmp_path, clock=lambda: TS, run_id="R")
+    writer({"type": "step_start", "step": "inner", "step_type": "normal", "nodes": 1, "iteration": 1, "depth": 2,
+            "caller": ["a/b/3", "outer/1"]})
+    writer.close()
+    assert (tmp_path / f"{agent_name('inner', [('a/b', 3), ('outer', 1)])}.history").exists()
