@@ -144,8 +144,9 @@ def main() -> int:
         gen = generate(run, a.size_mb)
         gen_s = time.perf_counter() - t
         meta.write_text(json.dumps(gen))
-    print(f"generated {gen['bytes'] / 2**20:.0f} MiB ({gen['records']} records, {gen['episodes']} episodes) "
-          f"in {gen_s:.1f} s", flush=True)
+    how = f"generated in {gen_s:.1f} s" if gen_s else "reused"
+    print(f"run folder: {gen['bytes'] / 2**20:.0f} MiB ({gen['records']} records, {gen['episodes']} episodes), {how}",
+          flush=True)
     req = {"episode": 0, "conversation": "-", "top_k": 10}  # an episode not in the run: every record is evidence
     results: dict = {"machine": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
                                  "cores": os.cpu_count(), "platform": platform.platform(),

@@ -37,7 +37,7 @@ MAX_PIECE_CHARS = 2000
 NUL_PROBE_BYTES = 8192
 SIGNATURE_BYTES = 4096
 MAX_PART_CHARS = 8 << 20  # a record longer than this is indexed in parts even within one read
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _BATCH = 20000
 _MARKER = b"has started episode"
 _INF_TS = "\uffff"
@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS records(id INTEGER PRIMARY KEY, file INT, line INT, p
 CREATE INDEX IF NOT EXISTS records_file ON records(file, line);
 CREATE INDEX IF NOT EXISTS records_ts ON records(ts);
 CREATE INDEX IF NOT EXISTS records_noconv ON records(episode, file) WHERE noconv = 1;
+CREATE INDEX IF NOT EXISTS records_tentative ON records(file) WHERE tentative = 1;
 CREATE TABLE IF NOT EXISTS markers(file INT, line INT, ts TEXT, n INT);
 CREATE VIRTUAL TABLE IF NOT EXISTS pieces USING fts5(text, rec UNINDEXED, pline UNINDEXED, pidx UNINDEXED,
     tokenize = "unicode61 remove_diacritics 2");
@@ -283,15 +284,16 @@ class RunFileIndex:
         """Delete a file's records, pieces and markers (or only its tentative part, whose lines start after
         `from_line`); the times of the markers dropped."""
         cond, args = ("file = ?", (file_id,)) if from_line is None else ("file = ? AND tentative = 1", (file_id,))
+        table = "records" if from_line is None else "records INDEXED BY records_tentative"
         ranges: list[list[int]] = []
-        for p0, p1 in self.db.execute(f"SELECT p0, p1 FROM records WHERE {cond} AND p1 >= p0 ORDER BY id", args):
+        for p0, p1 in self.db.execute(f"SELECT p0, p1 FROM {table} WHERE {cond} AND p1 >= p0 ORDER BY id", args):
             if ranges and ranges[-1][1] + 1 == p0:
                 ranges[-1][1] = p1
             else:
                 ranges.append([p0, p1])
         for p0, p1 in ranges:
             self.db.execute("DELETE FROM pieces WHERE rowid BETWEEN ? AND ?", (p0, p1))
-        self.db.execute(f"DELETE FROM records WHERE {cond}", args)
+        self.db.execute(f"DELETE FROM {table} WHERE {cond}", args)
         mcond, margs = ("file = ?", (file_id,)) if from_line is None else ("file = ? AND line > ?", (file_id, from_line))
         gone = [ts for (ts,) in self.db.execute(f"SELECT ts FROM markers WHERE {mcond}", margs)]
         self.db.execute(f"DELETE FROM markers WHERE {mcond}", margs)
@@ -557,8 +559,10 @@ class RunFileIndex:
 
     def _recompute(self, since: str, first_new: int) -> None:
         """Set again the episode of records indexed before this refresh that markers found now may move."""
-        rows = self.db.execute("SELECT id, file, part_line, ts, episode FROM records WHERE rf = 1 AND id < ? AND "
-                               "(ts >= ? OR ts IS NULL)", (first_new, since)).fetchall()
+        # "+id": search by time (the few recent records), not by id (every record indexed before)
+        rows = self.db.execute("SELECT id, file, part_line, ts, episode FROM records WHERE ts >= ? AND rf = 1 AND "
+                               "+id < ? UNION ALL SELECT id, file, part_line, ts, episode FROM records WHERE "
+                               "ts IS NULL AND rf = 1 AND +id < ?", (since, first_new, first_new)).fetchall()
         updates = []
         for rid, fid, line, ts, old in rows:
             new = self.markers.episode(fid, line, ts)
