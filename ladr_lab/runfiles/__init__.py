@@ -1,10 +1,18 @@
-"""Run files (seed 004): the per-agent `.history` and `.log` files a ladder run writes, and reading them back.
+"""Run files (seed 004): the per-agent `.history` and `.log` files a ladder run writes, and searching them.
 
 - RunFilesWriter — a trace listener writing `<agent>.history` and `<agent>.log` in AgentRecordFormat
 - RecordParser, Record, parse_file — a file's text back into records (history, log, preamble)
-- format_record — one record as it is written (multi-line messages indented by two spaces)
-- agent_name, safe_agent_name, conversation_id — the names the writer gives agents and conversations
+- agent_name, encode_name — the one-to-one, readable file names of agents
+- RecordInterpreter, LadrInterpreter, Reading — what a record means: note, told, said or left out
+- Masker, PathRedactor, CredentialRedactor — hiding local paths outside the run folder and credentials
+- RunFileIndex — the incremental SQLite FTS5 index of one agent's files
+- RunFileRetriever, Scope, Piece, SearchResult — seed 004's search; RunFileSource — the same as a step's source
+- search_run_files — one search as a pandas DataFrame
 """
+from ladr_lab.runfiles.index import MAX_PIECE_CHARS, RefreshStats, RunFileIndex
+from ladr_lab.runfiles.masking import MASKED_PATH, MASKED_SECRET, CredentialRedactor, Masker, PathRedactor
+from ladr_lab.runfiles.names import agent_name, decode_name, encode_name, split_agent_name
+from ladr_lab.runfiles.readings import LadrInterpreter, Reading, RecordInterpreter
 from ladr_lab.runfiles.records import (
     CONTINUATION_INDENT,
     NO_CONVERSATION,
@@ -16,33 +24,66 @@ from ladr_lab.runfiles.records import (
     parse_file,
     parse_record_line,
 )
+from ladr_lab.runfiles.retriever import (
+    Piece,
+    RunFileRetriever,
+    RunFileSource,
+    Scope,
+    SearchResult,
+    parse_episode,
+    resolve_owner,
+    search_run_files,
+)
 from ladr_lab.runfiles.writer import (
     FINISHED,
     HISTORY_SUFFIX,
     LOG_SUFFIX,
     RUNNING,
     RunFilesWriter,
-    agent_name,
     conversation_id,
-    safe_agent_name,
+    last_episode,
+    new_run_id,
 )
 
 __all__ = [
     "CONTINUATION_INDENT",
+    "CredentialRedactor",
     "FINISHED",
     "HISTORY_SUFFIX",
     "LOG_SUFFIX",
+    "LadrInterpreter",
+    "MASKED_PATH",
+    "MASKED_SECRET",
+    "MAX_PIECE_CHARS",
+    "Masker",
     "NO_CONVERSATION",
+    "PathRedactor",
+    "Piece",
     "RUNNING",
+    "Reading",
     "Record",
+    "RecordInterpreter",
     "RecordParser",
+    "RefreshStats",
+    "RunFileIndex",
+    "RunFileRetriever",
+    "RunFileSource",
     "RunFilesWriter",
+    "Scope",
+    "SearchResult",
     "TIMESTAMP_FORMAT",
     "agent_name",
     "conversation_id",
+    "decode_name",
+    "encode_name",
     "format_record",
     "format_timestamp",
+    "last_episode",
+    "new_run_id",
+    "parse_episode",
     "parse_file",
     "parse_record_line",
-    "safe_agent_name",
+    "resolve_owner",
+    "search_run_files",
+    "split_agent_name",
 ]

@@ -83,11 +83,15 @@ class Record:
 
 
 def split_lines(text: str) -> list[str]:
-    """The lines of a file's text as `open()` reads them (\\r\\n and \\r are newlines), without a final empty one."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    """The lines of a file's text, split at ``\\n`` only (a ``\\r`` before it dropped), without a final empty one.
+
+    Only ``\\n`` ends a line, as for logback, grep and ripgrep, so every reader numbers lines alike; the
+    writer turns every other line break of a message into ``\\n`` plus the continuation indent.
+    """
+    lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return lines
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def parse_record_line(line: str) -> dict | None:
@@ -136,7 +140,7 @@ class RecordParser:
 
     def parse_file(self, path: str | Path) -> list[Record]:
         """The records of the file at `path` (UTF-8; undecodable bytes replaced)."""
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
             return self.parse(fh.read())
 
 

@@ -1,59 +1,83 @@
 """The run-file writer: a trace listener that keeps per-agent `.history` and `.log` files in a run folder.
 
-An agent is a step's writer name: the step id, or ``<step>@<depth>`` for a child run's step. The episode is
-the run's loop iteration; the conversation is ``node-<N>`` for a node's records and ``-`` outside any node.
-Write failures never stop the run: they are logged and kept in `RunFilesWriter.errors`.
+An agent is a step's writer name (`names.agent_name`): the step id, or ``<step>@<call step>#<node>`` for a
+step of a child run, so parallel child runs of a `call` step each have their own files, episodes and
+conversations. An episode is one loop iteration of the agent: each new one is one more than the last episode
+the folder already holds for that agent, so runs into the same folder continue the numbering. A conversation
+is ``<run id>/node-<N>`` (the engine's run id from `run_start`, else the writer's own), unique to its run and
+node; ``-`` outside any node. Timestamps are local time, as
+logback writes by default (``utc=True`` for UTC). Write failures never stop the run: they are logged and kept
+in `RunFilesWriter.errors`.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import re
+import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from ladr_lab.runfiles.records import NO_CONVERSATION, format_record, format_timestamp
+from ladr_lab.runfiles.names import agent_name, encode_name
+from ladr_lab.runfiles.records import NO_CONVERSATION, format_record, format_timestamp, parse_record_line
+
+
+def _fields(event: Any) -> dict:
+    """The fields of a trace event: a typed event's ``to_dict()``, or the dict itself (the one place events are read)."""
+    to_dict = getattr(event, "to_dict", None)
+    return to_dict() if callable(to_dict) else event
+
 
 HISTORY_SUFFIX = ".history"
 LOG_SUFFIX = ".log"
 RUNNING = "running"
 FINISHED = "finished"
-_MAX_STEM = 200
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]")
+EPISODE_MARKER_RE = re.compile(r"has started episode (\d+)\.")
+_TAIL_BLOCK = 1 << 16
 _log = logging.getLogger(__name__)
 
 
-def safe_agent_name(name: str) -> str:
-    """`name` made safe as a file stem and a record field: [A-Za-z0-9_.@-] kept, others `_`, no leading dot."""
-    safe = _UNSAFE.sub("_", str(name))
-    stripped = safe.lstrip(".")
-    safe = "_" * (len(safe) - len(stripped)) + stripped
-    if not safe:
-        return "_"
-    if len(safe) > _MAX_STEM:  # file names are at most 255 bytes; keep long ids apart with a digest
-        safe = safe[:_MAX_STEM - 9] + "-" + hashlib.sha1(safe.encode()).hexdigest()[:8]
-    return safe
+def conversation_id(run_id: str, node: Any) -> str:
+    """The conversation of a node's records in a run, ``<run id>/node-<N>``; ``-`` outside any node."""
+    return NO_CONVERSATION if node is None else f"{run_id}/node-{node}"
 
 
-def agent_name(step: Any, depth: int | None = 0) -> str:
-    """The agent (writer) name of a step: its id, ``<step>@<depth>`` in a child run, made safe for a file."""
-    base = str(step) if step is not None else "_"
-    return safe_agent_name(f"{base}@{depth}" if depth else base)
+def new_run_id(when: datetime | None = None) -> str:
+    """A run id unique to a run and readable: its start time and four random hex digits."""
+    return f"{(when or datetime.now()).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
-def conversation_id(node: Any) -> str:
-    """The conversation of a node's records, ``node-<N>``; ``-`` outside any node."""
-    return NO_CONVERSATION if node is None else f"node-{node}"
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+def last_episode(path: str | Path, agent: str) -> int:
+    """The number of the last ``has started episode N.`` record of `agent` in the file at `path` (0 if none)."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return 0
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        carry = b""
+        while end > 0:
+            start = max(0, end - _TAIL_BLOCK)
+            fh.seek(start)
+            block = fh.read(end - start) + carry
+            lines = block.split(b"\n")
+            # the first piece may be a partial line unless the block starts the file
+            carry, lines = (b"", lines) if start == 0 else (lines[0], lines[1:])
+            for raw in reversed(lines):
+                if b"has started episode" not in raw:
+                    continue
+                fields = parse_record_line(raw.rstrip(b"\r").decode("utf-8", "replace"))
+                if fields and fields["agent"] == agent:
+                    m = EPISODE_MARKER_RE.fullmatch(fields["message"])
+                    if m:
+                        return int(m.group(1))
+            end = start
+    return 0
 
 
 def _json(value: Any) -> str:
@@ -69,36 +93,62 @@ def _iteration(value: Any, default: int = 1) -> int:
         return default
 
 
+def _callers_of(e: dict) -> tuple[tuple[str, str], ...] | None:
+    """The calls that led to an event's run, outermost first, when the event says: its ``caller``, a list of
+    ``"step/node"`` (the engine's trace), or of ``[step, node]`` pairs. None when it does not say."""
+    raw = e.get("caller")
+    if raw is None or (not raw and e.get("depth")):
+        return None
+    out = []
+    for c in raw:
+        if isinstance(c, str):
+            step, _, node = c.rpartition("/")  # a step id may hold "/": the node is after the last one
+        elif isinstance(c, dict):
+            step, node = c.get("step"), c.get("node")
+        else:
+            step, node = c
+        out.append((str(step), str(node)))
+    return tuple(out)
+
+
 @dataclass
 class _Agent:
     name: str
-    iteration: int = 0
+    last_episode: int = 0  # the highest episode written so far, in this run or before it
+    episodes: dict[int, int] = field(default_factory=dict)  # loop iteration -> episode
+    episode: int | None = None
+    iteration: int | None = None
     state: str = RUNNING
     in_step: bool = False  # a step_start not yet matched by a step_end
-    started: set[int] = field(default_factory=set)
 
 
 class RunFilesWriter:
     """A trace listener writing each agent's `<agent>.history` and `<agent>.log` in AgentRecordFormat."""
 
-    def __init__(self, run_dir: str | Path, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, run_dir: str | Path, clock: Callable[[], datetime] | None = None, *,
+                 utc: bool = False, run_id: str | None = None) -> None:
         self.run_dir = Path(run_dir)
-        self.clock = clock or _utc_now
+        self.utc = utc
+        self.clock = clock or ((lambda: datetime.now(timezone.utc)) if utc else datetime.now)
+        self.run_id = run_id or new_run_id(self.clock())
+        self._run_id_given = run_id is not None
         self.errors: list[str] = []
+        self.warnings: list[str] = []
         self._agents: dict[str, _Agent] = {}
+        self._calls: dict[int, list[tuple[tuple[str, str], ...]]] = {}  # child depth -> running calls
         self._files: dict[Path, IO[str]] = {}
         self._failed: set[Path] = set()
         self._lock = threading.Lock()
 
     # ---- the listener ----------------------------------------------------------------------------------
-    def __call__(self, event) -> None:
+    def __call__(self, event: Any) -> None:
         """Write the records of one trace event (other event types are ignored)."""
-        event = event.to_dict() if hasattr(event, "to_dict") else event
-        handler = getattr(self, "_on_" + str(event.get("type")), None)
+        e = _fields(event)
+        handler = getattr(self, "_on_" + str(e.get("type")), None)
         if handler is None:
             return
         with self._lock:
-            handler(event, format_timestamp(self.clock()))
+            handler(e, format_timestamp(self.clock()))
 
     @property
     def agents(self) -> list[str]:
@@ -107,8 +157,15 @@ class RunFilesWriter:
 
     def paths(self, agent: str) -> tuple[Path, Path]:
         """The `.history` and `.log` paths of an agent name (as `agent_name` gives it)."""
-        stem = safe_agent_name(agent)
-        return self.run_dir / (stem + HISTORY_SUFFIX), self.run_dir / (stem + LOG_SUFFIX)
+        return self.run_dir / (agent + HISTORY_SUFFIX), self.run_dir / (agent + LOG_SUFFIX)
+
+    def current(self, step: str, node: int | None = None,
+                caller: Sequence[str | tuple[str, Any]] = ()) -> tuple[int | None, str]:
+        """The current episode of a step's agent (None before its first) and the conversation of `node`;
+        `caller` is the step's run's ``caller`` (``"step/node"`` of each call above it, outermost first)."""
+        name = agent_name(step, _callers_of({"caller": list(caller)}) or ())
+        agent = self._agents.get(name)
+        return (agent.episode if agent else None), conversation_id(self.run_id, node)
 
     def close(self) -> None:
         """Close every open file; a later event opens its files again for appending."""
@@ -127,44 +184,86 @@ class RunFilesWriter:
         if files:
             self._close_all()
 
-    # ---- events ----------------------------------------------------------------------------------------
-    def _agent(self, event: dict) -> _Agent:
-        name = agent_name(event.get("step"), event.get("depth") or 0)
+    # ---- who wrote an event ----------------------------------------------------------------------------
+    def _chain(self, e: dict) -> tuple[tuple[str, str], ...] | None:
+        """The calls that led to the event's run (its ``caller``, else the one `call` running at its depth); None
+        when a child's event cannot be placed."""
+        given = _callers_of(e)
+        if given is not None:
+            return given
+        depth = e.get("depth") or 0
+        if not depth:
+            return ()
+        running = self._calls.get(depth, [])
+        if len(running) == 1:
+            return running[0]
+        if running:
+            # parallel children and events that do not say which: they share one agent, and we say so once
+            msg = (f"parallel child runs at depth {depth} cannot be told apart (the events carry no `caller`); "
+                   f"their records share one agent")
+            if msg not in self.warnings:
+                self.warnings.append(msg)
+                _log.warning(msg)
+            return (*running[0][:-1], (running[0][-1][0], "*"))
+        return None
+
+    def _agent(self, e: dict) -> _Agent:
+        chain = self._chain(e)
+        step = e.get("step")
+        if chain is None:  # a child event with no call to attach it to: keep it apart by depth
+            name = f"{encode_name('' if step is None else str(step))}@{e.get('depth')}"
+        else:
+            name = agent_name(step, chain)
         agent = self._agents.get(name)
         if agent is None:
-            agent = self._agents[name] = _Agent(name)
+            last = max(last_episode(self.run_dir / (name + HISTORY_SUFFIX), name),
+                       last_episode(self.run_dir / (name + LOG_SUFFIX), name))
+            agent = self._agents[name] = _Agent(name, last_episode=last)
         return agent
 
     def _enter(self, agent: _Agent, iteration: int, ts: str) -> None:
-        """Mark the agent running in `iteration`, writing the episode start the first time."""
+        """Make `iteration` the agent's current one, starting a new episode the first time it is seen."""
         agent.iteration, agent.state = iteration, RUNNING
-        if iteration not in agent.started:
-            agent.started.add(iteration)
-            text = f"has started episode {iteration}."
-            self._history(agent, ts, NO_CONVERSATION, text)
-            self._log(agent, ts, "INFO", NO_CONVERSATION, text)
+        if iteration in agent.episodes:
+            agent.episode = agent.episodes[iteration]
+            return
+        agent.last_episode += 1
+        agent.episode = agent.episodes[iteration] = agent.last_episode
+        text = f"has started episode {agent.episode}."
+        self._history(agent, ts, NO_CONVERSATION, text)
+        self._log(agent, ts, "INFO", NO_CONVERSATION, text)
+
+    def _node_agent(self, e: dict, ts: str) -> _Agent:
+        """The agent of a node's event, entering its episode if no step_start announced it."""
+        agent = self._agent(e)
+        iteration = _iteration(e.get("iteration"), agent.iteration or 1)
+        if agent.iteration != iteration or agent.episode is None:
+            self._enter(agent, iteration, ts)
+        return agent
+
+    def _conv(self, e: dict) -> str:
+        return conversation_id(self.run_id, e.get("node"))
+
+    # ---- events ----------------------------------------------------------------------------------------
+    def _on_run_start(self, e: dict, ts: str) -> None:
+        # the engine's run id names the run in its trace too: conversations then point at that trace
+        if e.get("run_id") and not e.get("depth") and not self._run_id_given:
+            self.run_id = str(e["run_id"])
 
     def _on_step_start(self, e: dict, ts: str) -> None:
         agent = self._agent(e)
-        self._enter(agent, _iteration(e.get("iteration")), ts)
+        iteration = _iteration(e.get("iteration"))
+        self._enter(agent, iteration, ts)
         agent.in_step = True
         parts = [str(e["step_type"])] if e.get("step_type") else []
         if e.get("nodes") is not None:
             parts.append(f"{e['nodes']} node{'' if e['nodes'] == 1 else 's'}")
-        self._log(agent, ts, "INFO", NO_CONVERSATION, "step started" + (f": {', '.join(parts)}" if parts else ""))
-
-    def _node_agent(self, e: dict, ts: str, *, iteration_from_event: bool) -> _Agent:
-        """The agent of a node's event, entering its episode if no step_start announced it."""
-        agent = self._agent(e)
-        iteration = _iteration(e.get("iteration"), agent.iteration or 1) if iteration_from_event \
-            else (agent.iteration or 1)
-        if iteration not in agent.started or agent.iteration != iteration:
-            self._enter(agent, iteration, ts)
-        return agent
+        parts.append(f"iteration {iteration}")
+        self._log(agent, ts, "INFO", NO_CONVERSATION, f"step started: {', '.join(parts)}")
 
     def _on_llm_call(self, e: dict, ts: str) -> None:
-        agent = self._node_agent(e, ts, iteration_from_event=True)
-        conv = conversation_id(e.get("node"))
+        agent = self._node_agent(e, ts)
+        conv = self._conv(e)
         rnd = e.get("round", "?")
         messages = [m for m in (e.get("messages") or []) if isinstance(m, dict)]
         if rnd == 1:
@@ -188,30 +287,52 @@ class RunFilesWriter:
             self._log(agent, ts, "DEBUG", conv, f"request: {_json(e['request'])}")
         self._log(agent, ts, "DEBUG", conv, f"messages: {_json(e.get('messages'))}")
 
+    def _on_llm_error(self, e: dict, ts: str) -> None:
+        agent = self._node_agent(e, ts)
+        self._log(agent, ts, "ERROR", self._conv(e), f"round {e.get('round', '?')} failed: {e.get('error', '?')}")
+
     def _on_write(self, e: dict, ts: str) -> None:
-        agent = self._node_agent(e, ts, iteration_from_event="iteration" in e)
+        agent = self._node_agent(e, ts)
         how = ", ".join(str(p) for p in (e.get("policy"), e.get("mechanism"), e.get("branch")) if p)
         line = f"write {e.get('target', '?')}" + (f" ({how})" if how else "") + f": {e.get('status', '?')}"
         if e.get("reason"):
             line += f" \u2014 {e['reason']}"
-        self._log(agent, ts, "INFO", conversation_id(e.get("node")), line)
+        self._log(agent, ts, "INFO", self._conv(e), line)
 
     def _on_gate(self, e: dict, ts: str) -> None:
-        agent = self._node_agent(e, ts, iteration_from_event="iteration" in e)
+        agent = self._node_agent(e, ts)
         action = str(e.get("action", "?"))
         if e.get("jump"):
             action = f"jump to {e['jump']}" if action == "jump" else f"{action}, jump to {e['jump']}"
         line = f"gate {e.get('branch', '?')}: {action}"
         if e.get("reason"):
             line += f" \u2014 {e['reason']}"
-        self._log(agent, ts, "INFO", conversation_id(e.get("node")), line)
+        self._log(agent, ts, "INFO", self._conv(e), line)
+
+    def _on_call(self, e: dict, ts: str) -> None:
+        agent = self._node_agent(e, ts)
+        status = str(e.get("status", "?"))
+        chain = self._chain(e)
+        child = None
+        if chain is not None and e.get("child_depth") is not None:
+            me = (*chain, (str(e.get("step")), str(e.get("node"))))
+            running = self._calls.setdefault(int(e["child_depth"]), [])
+            if status == "started":
+                running.append(me)
+                child = "@".join(f"{encode_name(s)}#{encode_name(n)}" for s, n in reversed(me))
+            elif status != "depth_limit" and me in running:
+                running.remove(me)
+        line = f"call {status}" + (f": child agents <step>@{child}" if child else "")
+        if e.get("reason"):
+            line += f" \u2014 {e['reason']}"
+        self._log(agent, ts, "INFO", self._conv(e), line)
 
     def _on_step_end(self, e: dict, ts: str) -> None:
         agent = self._agent(e)
         iteration = _iteration(e.get("iteration"), agent.iteration or 1)
-        if iteration not in agent.started:
+        if agent.iteration != iteration or agent.episode is None:
             self._enter(agent, iteration, ts)
-        agent.iteration, agent.state, agent.in_step = iteration, FINISHED, False
+        agent.state, agent.in_step = FINISHED, False
         parts = []
         if e.get("survivors") is not None:
             nodes = e.get("nodes")
@@ -219,7 +340,7 @@ class RunFilesWriter:
         if e.get("jump"):
             parts.append(f"jump to {e['jump']}")
         self._log(agent, ts, "INFO", NO_CONVERSATION, "step finished" + (f": {', '.join(parts)}" if parts else ""))
-        text = f"has finished episode {iteration}."
+        text = f"has finished episode {agent.episode}."
         self._history(agent, ts, NO_CONVERSATION, text)
         self._log(agent, ts, "INFO", NO_CONVERSATION, text)
 
@@ -263,11 +384,16 @@ class RunFilesWriter:
     def _open(self, path: Path) -> IO[str]:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         # O_NOFOLLOW: a link planted at an agent's file must not carry the write outside the run folder.
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
         if not hasattr(os, "O_NOFOLLOW") and path.is_symlink():
             raise OSError(f"{path.name} is a symbolic link")
         fd = os.open(path, flags, 0o644)
         try:
+            size = os.fstat(fd).st_size
+            # a file whose last line has no newline (another writer stopped mid-line) would glue our first
+            # record onto it: every record starts at a line start
+            if size and os.pread(fd, 1, size - 1) not in (b"\n", b"\r"):
+                os.write(fd, b"\n")
             return os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace", newline="\n")
         except BaseException:
             os.close(fd)

@@ -136,7 +136,7 @@ def test_run_dir_writes_history_and_log(tmp_path):
     p = cli("run", "examples/research.yaml", "--input", "glob mode", "--run-dir", str(tmp_path / "run"), "--json")
     assert p.returncode == 0
     hist = (tmp_path / "run" / "research.history").read_text()
-    assert "research has started episode 1." in hist and "[node-1] research said (round 1):" in hist
+    assert "research has started episode 1." in hist and "/node-1] research said (round 1):" in hist
     assert (tmp_path / "run" / "research.log").read_text().count("INFO  [") >= 2
 
 

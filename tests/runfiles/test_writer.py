@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import ladr_lab.runfiles as runfiles
-from ladr_lab.runfiles import RunFilesWriter, agent_name, parse_file, safe_agent_name
+from ladr_lab.runfiles import RunFilesWriter, agent_name, parse_file
 
 TS = "2026-10-21 18:00:00"
 
@@ -48,8 +48,8 @@ def one_step_run() -> list[dict]:
     ]
 
 
-def write_all(run_dir: Path, events: list[dict]) -> RunFilesWriter:
-    writer = RunFilesWriter(run_dir, clock=fixed_clock)
+def write_all(run_dir: Path, events: list[dict], run_id: str = "R") -> RunFilesWriter:
+    writer = RunFilesWriter(run_dir, clock=fixed_clock, run_id=run_id)
     with writer:
         for e in events:
             writer(e)
@@ -63,11 +63,11 @@ def test_round_trip_history(tmp_path: Path) -> None:
     got = [(r.line, r.state, r.conversation, r.agent, r.message) for r in recs]
     assert got == [
         (1, "running", "-", "Alice", "has started episode 1."),
-        (2, "running", "node-1", "Alice", "was told the system prompt: You answer."),
-        (3, "running", "node-1", "Alice", f"was told (round 1): {PROMPT}"),
-        (6, "running", "node-1", "Alice", 'said (round 1): {"files": ["core.md"]}'),
-        (7, "running", "node-1", "Alice", "was told (round 2): RetrievedDocuments 1:\ncore is core"),
-        (9, "running", "node-1", "Alice", "said (round 2): Core is core.\nSecond line."),
+        (2, "running", "R/node-1", "Alice", "was told the system prompt: You answer."),
+        (3, "running", "R/node-1", "Alice", f"was told (round 1): {PROMPT}"),
+        (6, "running", "R/node-1", "Alice", 'said (round 1): {"files": ["core.md"]}'),
+        (7, "running", "R/node-1", "Alice", "was told (round 2): RetrievedDocuments 1:\ncore is core"),
+        (9, "running", "R/node-1", "Alice", "said (round 2): Core is core.\nSecond line."),
         (11, "finished", "-", "Alice", "has finished episode 1."),
     ]
     assert all(r.kind == "history" and r.timestamp == TS and r.level is None for r in recs)
@@ -89,13 +89,13 @@ def test_round_trip_log(tmp_path: Path) -> None:
     info = [(r.line, r.state, r.conversation, r.message) for r in recs if r.level == "INFO"]
     assert info == [
         (1, "running", "-", "has started episode 1."),
-        (2, "running", "-", "step started: normal, 1 node"),
-        (3, "running", "node-1", "round 1: retrieval \u2014 matches requestMatch"),
-        (4, "running", "node-1", "fetched core.md [files] 45 chars"),
-        (5, "running", "node-1", "fetched gone.md [files] 0 chars (not_found)"),
-        (8, "running", "node-1", "round 2: final (forced) \u2014 forced final call"),
-        (10, "running", "node-1", "gate then: continue \u2014 equals"),
-        (11, "running", "node-1", "write notes/a.md (append): written"),
+        (2, "running", "-", "step started: normal, 1 node, iteration 1"),
+        (3, "running", "R/node-1", "round 1: retrieval \u2014 matches requestMatch"),
+        (4, "running", "R/node-1", "fetched core.md [files] 45 chars"),
+        (5, "running", "R/node-1", "fetched gone.md [files] 0 chars (not_found)"),
+        (8, "running", "R/node-1", "round 2: final (forced) \u2014 forced final call"),
+        (10, "running", "R/node-1", "gate then: continue \u2014 equals"),
+        (11, "running", "R/node-1", "write notes/a.md (append): written"),
         (12, "finished", "-", "step finished: 1 survived"),
         (13, "finished", "-", "has finished episode 1."),
     ]
@@ -111,14 +111,14 @@ def test_debug_records_hold_the_raw_messages(tmp_path: Path) -> None:
     assert json.loads(debug[0].message.split(": ", 1)[1]) == {"files": ["core.md"]}
     assert json.loads(debug[1].message.split(": ", 1)[1]) == events[2]["messages"]
     assert json.loads(debug[2].message.split(": ", 1)[1]) == events[3]["messages"]
-    assert all(r.conversation == "node-1" for r in debug)
+    assert all(r.conversation == "R/node-1" for r in debug)
 
 
 def test_log_level_padding(tmp_path: Path) -> None:
     write_all(tmp_path, one_step_run())
     lines = (tmp_path / "Alice.log").read_text(encoding="utf-8").splitlines()
     assert lines[0] == f"{TS} INFO  [running] [-] Alice has started episode 1."
-    assert any(line.startswith(f"{TS} DEBUG [running] [node-1] Alice messages: [") for line in lines)
+    assert any(line.startswith(f"{TS} DEBUG [running] [R/node-1] Alice messages: [") for line in lines)
     assert all(re.match(rf"{TS} (INFO  |DEBUG )\[", line) for line in lines)
 
 
@@ -157,29 +157,17 @@ def test_hostile_step_id_stays_inside_run_dir(tmp_path: Path) -> None:
     ])
     everything = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     name = agent_name(hostile)
-    assert name == "___.._etc_x" and "/" not in name and not name.startswith(".")
+    assert name == "%2E.%2F..%2Fetc%2Fx" and "/" not in name and not name.startswith(".")
     assert everything == ["a", "a/run", f"a/run/{name}.history", f"a/run/{name}.log"]
     recs = parse_file(run_dir / f"{name}.history")
     assert {r.agent for r in recs} == {name}
     assert recs[1].message == "was told (round 1): hi"
 
 
-@pytest.mark.parametrize(("raw", "safe"), [
-    ("Alice", "Alice"), ("a b/c\\d", "a_b_c_d"), (".hidden", "_hidden"), ("..", "__"), ("", "_"),
-    ("x@1", "x@1"), ("é", "_"), ("ok-name_1.v2", "ok-name_1.v2"),
-])
-def test_safe_agent_name(raw: str, safe: str) -> None:
-    assert safe_agent_name(raw) == safe
-
-
-def test_long_step_ids_stay_short_and_apart() -> None:
-    a, b = safe_agent_name("s" * 300 + "a"), safe_agent_name("s" * 300 + "b")
-    assert a != b and len(a) <= 200 and len(b) <= 200
-
-
-def test_child_run_steps_are_agents_with_depth(tmp_path: Path) -> None:
+def test_child_run_steps_are_agents_named_by_their_call(tmp_path: Path) -> None:
     write_all(tmp_path, [
         {"type": "step_start", "step": "outer", "step_type": "call", "nodes": 1, "iteration": 1},
+        {"type": "call", "step": "outer", "node": 1, "status": "started", "child_depth": 1},
         {"type": "step_start", "step": "outer", "step_type": "normal", "nodes": 2, "iteration": 1, "depth": 1},
         {"type": "llm_call", "step": "outer", "node": 2, "round": 1, "iteration": 1, "depth": 1,
          "messages": [{"role": "user", "content": "inner"}], "output": "x", "forced_final": False,
@@ -187,23 +175,26 @@ def test_child_run_steps_are_agents_with_depth(tmp_path: Path) -> None:
         {"type": "gate", "step": "outer", "node": 2, "branch": "else", "action": "prune", "reason": "no",
          "depth": 1},
         {"type": "step_end", "step": "outer", "survivors": 1, "iteration": 1, "depth": 1},
+        {"type": "call", "step": "outer", "node": 1, "status": "completed", "child_depth": 1},
         {"type": "step_end", "step": "outer", "survivors": 1, "iteration": 1},
         {"type": "run_end", "status": "completed"},
     ])
     assert sorted(p.name for p in tmp_path.iterdir()) == \
-        ["outer.history", "outer.log", "outer@1.history", "outer@1.log"]
-    inner = parse_file(tmp_path / "outer@1.history")
+        ["outer.history", "outer.log", "outer@outer#1.history", "outer@outer#1.log"]
+    inner = parse_file(tmp_path / "outer@outer#1.history")
     assert [(r.agent, r.conversation, r.message) for r in inner] == [
-        ("outer@1", "-", "has started episode 1."),
-        ("outer@1", "node-2", "was told (round 1): inner"),
-        ("outer@1", "node-2", "said (round 1): x"),
-        ("outer@1", "-", "has finished episode 1."),
+        ("outer@outer#1", "-", "has started episode 1."),
+        ("outer@outer#1", "R/node-2", "was told (round 1): inner"),
+        ("outer@outer#1", "R/node-2", "said (round 1): x"),
+        ("outer@outer#1", "-", "has finished episode 1."),
     ]
-    log = parse_file(tmp_path / "outer@1.log")
+    log = parse_file(tmp_path / "outer@outer#1.log")
     assert any(r.message == "round 1: answer" for r in log)
-    assert any(r.message == "gate else: prune \u2014 no" and r.conversation == "node-2" for r in log)
+    assert any(r.message == "gate else: prune \u2014 no" and r.conversation == "R/node-2" for r in log)
     outer = [r.message for r in parse_file(tmp_path / "outer.history")]
     assert outer == ["has started episode 1.", "has finished episode 1."]
+    calls = [r.message for r in parse_file(tmp_path / "outer.log") if r.message.startswith("call ")]
+    assert calls == ["call started: child agents <step>@outer#1", "call completed"]
 
 
 def test_episodes_follow_iterations(tmp_path: Path) -> None:
@@ -228,8 +219,9 @@ def test_episodes_follow_iterations(tmp_path: Path) -> None:
     log = parse_file(tmp_path / "draft.log")
     skipped = [r for r in log if r.message.startswith("write ")]
     assert [(r.state, r.conversation, r.message) for r in skipped] == \
-        [("running", "node-1", "write t (overwrite): skipped \u2014 no JSON found")]
-    assert [r.message for r in log].count("step started: normal, 1 node") == 3
+        [("running", "R/node-1", "write t (overwrite): skipped \u2014 no JSON found")]
+    assert [r.message for r in log if r.message.startswith("step started")] == \
+        ["step started: normal, 1 node, iteration 1"] * 2 + ["step started: normal, 1 node, iteration 2"]
 
 
 def test_llm_call_without_step_start_still_opens_its_episode(tmp_path: Path) -> None:
@@ -237,8 +229,9 @@ def test_llm_call_without_step_start_still_opens_its_episode(tmp_path: Path) -> 
                           "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "u"}],
                           "output": None, "forced_final": False, "request_match": "final"}])
     recs = parse_file(tmp_path / "s.history")
-    # round 2: no system prompt; no output: nothing said
-    assert [r.message for r in recs] == ["has started episode 3.", "was told (round 2): u"]
+    # round 2: no system prompt; no output: nothing said; iteration 3 is the agent's first episode in the folder
+    assert [r.message for r in recs] == ["has started episode 1.", "was told (round 2): u"]
+    assert "iteration" not in recs[0].message
 
 
 def test_run_end_warns_about_steps_left_running(tmp_path: Path) -> None:
@@ -300,8 +293,10 @@ def test_default_clock_writes_a_timestamp(tmp_path: Path) -> None:
 
 
 def test_exports_and_docstrings() -> None:
-    public = sorted(n for n in vars(runfiles) if not n.startswith("_") and n not in
-                    ("annotations", "records", "writer"))
+    import types
+
+    public = sorted(n for n, v in vars(runfiles).items() if not n.startswith("_") and n != "annotations"
+                    and not isinstance(v, types.ModuleType))
     assert runfiles.__all__ == sorted(runfiles.__all__)
     assert set(runfiles.__all__) == set(public)
     for name in runfiles.__all__:

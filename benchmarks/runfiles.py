@@ -1,0 +1,215 @@
+"""Run-file search benchmark: index build throughput, the cost of a search after a 1 MB append, latency beside rg.
+
+    python benchmarks/runfiles.py                 # a generated 1 GiB run folder under /tmp (default)
+    python benchmarks/runfiles.py --size-mb 64    # smaller
+
+It writes one agent's `.history` and `.log` (AgentRecordFormat, episodes, conversations, multi-line messages, rare
+identifiers planted), builds the index with the first search (everything is read), measures search latency once
+indexed next to ripgrep on the same files and query, appends 1 MB and times the next search (which reads only the
+append) as a ratio to the full build. Prints a table and writes benchmarks/results/runfiles.json.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ladr_lab.runfiles import RunFileRetriever, format_record  # noqa: E402
+
+SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "qu", "zo", "fe", "gi", "ha", "ju"]
+RARE = ["ACME-7781", "ZX-99-LOOKUP", "ORBITAL-4412"]
+# rare identifiers, a mid-frequency word (in about 2% of lines), the most frequent word (in most lines), and a
+# question whose words are mostly absent (all-words finds nothing, any-word ranks)
+QUERIES = ["ACME-7781", "ZX-99-LOOKUP", "dafemi", "dada", "where did ORBITAL-4412 go"]
+
+
+def vocabulary(rng: random.Random, n: int = 20000) -> list[str]:
+    words = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def sentence(rng: random.Random, vocab: list[str], cum: list[float], k: int) -> str:
+    return " ".join(rng.choices(vocab, cum_weights=cum, k=k))
+
+
+def generate(run: Path, size_mb: int, seed: int = 7) -> dict:
+    """Write Alice.history and Alice.log of about `size_mb` MiB together; return what was planted."""
+    rng = random.Random(seed)
+    vocab = vocabulary(rng) + ["velocity", "tariff"]
+    weights = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))  # Zipf-like frequencies
+    target = size_mb << 20
+    run.mkdir(parents=True, exist_ok=True)
+    written = 0
+    episode = 0
+    records = 0
+    with open(run / "Alice.history", "w", encoding="utf-8") as h, open(run / "Alice.log", "w", encoding="utf-8") as lg:
+        sec = 0
+        while written < target:
+            episode += 1
+            buf_h, buf_l = [], []
+            ts = f"2026-10-{1 + sec // 86400 % 28:02d} {sec // 3600 % 24:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
+            marker = f"has started episode {episode}."
+            buf_h.append(format_record(ts, "Alice", marker, state="running"))
+            buf_l.append(format_record(ts, "Alice", marker, state="running", level="INFO"))
+            for _ in range(400):
+                sec += 1
+                ts = f"2026-10-{1 + sec // 86400 % 28:02d} {sec // 3600 % 24:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
+                conv = f"run-{episode % 50}/node-{rng.randint(1, 4)}"
+                lines = [sentence(rng, vocab, weights, rng.randint(8, 30))
+                         for _ in range(1 if rng.random() < 0.8 else rng.randint(2, 5))]
+                if rng.random() < 0.0005:
+                    lines[0] += " " + rng.choice(RARE) + " bay " + str(rng.randint(1, 9))
+                kind = rng.choice(("was told (round 1): ", "said (round 1): "))
+                buf_h.append(format_record(ts, "Alice", kind + "\n".join(lines), state="running", conversation=conv))
+                buf_l.append(format_record(ts, "Alice", "round 1: answer " + lines[0][:80], state="running",
+                                           conversation=conv, level="INFO"))
+                if rng.random() < 0.3:
+                    buf_l.append(format_record(ts, "Alice", "messages: " + json.dumps(lines), state="running",
+                                               conversation=conv, level="DEBUG"))
+                records += 2
+            a, b = "".join(buf_h), "".join(buf_l)
+            h.write(a)
+            lg.write(b)
+            written += len(a.encode()) + len(b.encode())
+    return {"bytes": written, "episodes": episode, "records": records}
+
+
+def append_mb(run: Path, episode: int, seed: int = 11) -> int:
+    """Append about 1 MiB of records (a new episode) to Alice.history; return the bytes appended."""
+    rng = random.Random(seed)
+    vocab = vocabulary(rng, 2000)
+    out = [format_record("2026-12-31 23:00:00", "Alice", f"has started episode {episode}.", state="running")]
+    size = len(out[0])
+    i = 0
+    while size < (1 << 20):
+        text = format_record("2026-12-31 23:00:01", "Alice", "said (round 1): " + " ".join(rng.choices(vocab, k=20))
+                             + (" ACME-7781 appended" if i == 100 else ""), state="running",
+                             conversation="fresh/node-1")
+        out.append(text)
+        size += len(text.encode())
+        i += 1
+    with open(run / "Alice.history", "a", encoding="utf-8") as fh:
+        fh.write("".join(out))
+    return size
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def time_rg(run: Path, query: str, repeat: int) -> tuple[float, int]:
+    cmd = ["rg", "-n", "-i", "-F", "--no-messages", "--", query, str(run / "Alice.history"), str(run / "Alice.log")]
+    times, hits = [], 0
+    for _ in range(repeat):
+        t = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True)
+        times.append(time.perf_counter() - t)
+        hits = p.stdout.count(b"\n")
+    return p50(times), hits
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024, help="size of the generated run folder (default 1024)")
+    ap.add_argument("--dir", default="/tmp/ladr-runfiles-bench", help="where to generate it (not in the repo)")
+    ap.add_argument("--repeat", type=int, default=9, help="searches per query for the p50")
+    ap.add_argument("--keep", action="store_true", help="keep the generated folder (the index is always removed)")
+    ap.add_argument("--reuse", action="store_true", help="use the folder a --keep run left instead of generating")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "runfiles.json"))
+    a = ap.parse_args()
+    base = Path(a.dir)
+    run = base / "run"
+    meta = base / "generated.json"
+    if a.reuse and meta.exists():
+        gen, gen_s = json.loads(meta.read_text()), 0.0
+        (base / "index.sqlite").unlink(missing_ok=True)
+    else:
+        if base.exists():
+            shutil.rmtree(base)
+        t = time.perf_counter()
+        gen = generate(run, a.size_mb)
+        gen_s = time.perf_counter() - t
+        meta.write_text(json.dumps(gen))
+    how = f"generated in {gen_s:.1f} s" if gen_s else "reused"
+    print(f"run folder: {gen['bytes'] / 2**20:.0f} MiB ({gen['records']} records, {gen['episodes']} episodes), {how}",
+          flush=True)
+    req = {"episode": 0, "conversation": "-", "top_k": 10}  # an episode not in the run: every record is evidence
+    results: dict = {"machine": {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version,
+                                 "cores": os.cpu_count(), "platform": platform.platform(),
+                                 "load_average_at_start": os.getloadavg()[0]},
+                     "size_bytes": gen["bytes"], "records": gen["records"], "episodes": gen["episodes"]}
+    with RunFileRetriever(run, "Alice", index_path=base / "index.sqlite") as r:
+        t = time.perf_counter()
+        first = r.search(QUERIES[0], **req)
+        build_s = time.perf_counter() - t
+        st = first.refresh
+        results["build"] = {"seconds": round(build_s, 2), "bytes_read": st.bytes_read,
+                            "mb_per_s": round(st.bytes_read / 2**20 / build_s, 2), "records": st.records,
+                            "pieces": st.pieces, "index_bytes": (base / "index.sqlite").stat().st_size}
+        print(f"build: {build_s:.1f} s, {results['build']['mb_per_s']} MiB/s, {st.pieces} pieces", flush=True)
+        lat = {}
+        for q in QUERIES:
+            times = []
+            for _ in range(a.repeat):
+                t = time.perf_counter()
+                res = r.search(q, **req)
+                times.append(time.perf_counter() - t)
+            rg_p50, rg_hits = time_rg(run, q, a.repeat) if shutil.which("rg") else (None, None)
+            lat[q] = {"p50_s": round(p50(times), 5), "pieces": len(res.pieces), "rg_p50_s": rg_p50 and round(rg_p50, 4),
+                      "rg_lines": rg_hits, "speedup": rg_p50 and round(rg_p50 / p50(times), 1)}
+            print(f"  {q!r}: {p50(times) * 1000:.2f} ms vs rg {rg_p50 and rg_p50 * 1000:.0f} ms", flush=True)
+        results["latency"] = lat
+        appended = append_mb(run, gen["episodes"] + 1)
+        t = time.perf_counter()
+        after = r.search("ACME-7781 appended", **req)
+        append_s = time.perf_counter() - t
+        results["append"] = {"bytes": appended, "search_seconds": round(append_s, 4),
+                             "bytes_read": after.refresh.bytes_read,
+                             "ratio_to_build": round(append_s / build_s, 5),
+                             "found_appended": any("appended" in p.text for p in after.pieces)}
+    speedups = [v["speedup"] for v in lat.values() if v["speedup"]]
+    results["machine"]["load_average_at_end"] = os.getloadavg()[0]
+    results["summary"] = {"build_mb_per_s": results["build"]["mb_per_s"],
+                          "append_ratio": results["append"]["ratio_to_build"], "append_target": 0.01,
+                          "p50_speedup_vs_rg_median": speedups and statistics.median(speedups),
+                          "speedup_target": 10}
+    print()
+    print(f"{'measure':<44} {'value':>14}")
+    print(f"{'run folder':<44} {gen['bytes'] / 2**20:>10.0f} MiB")
+    print(f"{'index build (first search)':<44} {build_s:>12.1f} s")
+    print(f"{'build throughput':<44} {results['build']['mb_per_s']:>8.1f} MiB/s")
+    print(f"{'index size':<44} {results['build']['index_bytes'] / 2**20:>10.0f} MiB")
+    print(f"{'search after 1 MiB append':<44} {append_s * 1000:>11.1f} ms")
+    print(f"{'  as a ratio to the full build (<= 0.01)':<44} {append_s / build_s:>14.5f}")
+    print(f"{'  bytes read by that search':<44} {after.refresh.bytes_read:>14}")
+    for q, v in lat.items():
+        print(f"{'p50 ' + repr(q):<44} {v['p50_s'] * 1000:>9.2f} ms  rg {v['rg_p50_s'] and v['rg_p50_s'] * 1000:.0f} ms"
+              f"  x{v['speedup']}")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {a.out}")
+    (base / "index.sqlite").unlink(missing_ok=True)
+    if not a.keep:
+        shutil.rmtree(base)
+    else:  # the next --reuse run starts from the generated files, without the 1 MiB appended here
+        with open(run / "Alice.history", "r+b") as fh:
+            fh.truncate(fh.seek(0, os.SEEK_END) - appended)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""`ladr-lab search` as SPEC §9 fixes it: a JSON array of pieces, WARNs on standard error, exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ladr_lab.cli import main
+from tests.runfiles.helpers import rec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return subprocess.run([sys.executable, "-m", "ladr_lab", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def history(run_dir: Path) -> None:
+    (run_dir / "Alice.history").write_text(
+        rec("18:00:00", "Alice", "has started episode 1.")
+        + rec("18:00:01", "Alice", "was told (round 1): where is ACME-7781?", "c1")
+        + rec("18:00:02", "Alice", "said (round 1): ACME-7781 is in bay 3\nsecond line", "c1")
+        + rec("18:00:03", "Alice", "noted ACME-7781 in another conversation", "c2"))
+
+
+def test_json_pieces_have_file_line_kind_and_text(tmp_path: Path) -> None:
+    history(tmp_path)
+    p = cli("search", str(tmp_path), "ACME-7781", "--owner", "Alice", "--episode", "1", "--conversation", "c1",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    pieces = json.loads(p.stdout)
+    assert sorted((x["file"], x["line"], x["kind"], x["text"]) for x in pieces) == [
+        ("Alice.history", 2, "told", "was told (round 1): where is ACME-7781?"),
+        ("Alice.history", 3, "said", "said (round 1): ACME-7781 is in bay 3"),
+    ]
+    assert p.stderr == ""
+
+
+def test_scope_top_k_and_episode_filter_form(tmp_path: Path) -> None:
+    history(tmp_path)
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--episode", "episode-2", "--conversation", "c9",
+            "--scope", "run", "--top-k", "1", "--json")
+    (only,) = json.loads(p.stdout)
+    assert only["episode"] == 1
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--episode", "2", "--conversation", "c1",
+            "--scope", "episode", "--json")
+    assert json.loads(p.stdout) == []
+
+
+def test_warns_go_to_standard_error(tmp_path: Path) -> None:
+    history(tmp_path)
+    (tmp_path / "Alice").mkdir()
+    (tmp_path / "Alice" / "b.bin").write_bytes(b"\x00ACME")
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout) == []
+    lines = p.stderr.splitlines()
+    assert "WARN Alice/b.bin: left out: a NUL byte in its first 8 KiB" in lines
+    assert any(line.startswith("WARN Alice: .history and .log records are evidence only") for line in lines)
+
+
+def test_mask_and_the_text_output(tmp_path: Path) -> None:
+    (tmp_path / "Alice.history").write_text(rec("18:00:00", "Alice", "kiwi AKIAIOSFODNN7EXAMPLE /etc/k", "c"))
+    p = cli("search", str(tmp_path), "kiwi", "--owner", "Alice", "--episode", "1", "--conversation", "c", "--mask")
+    assert p.returncode == 0
+    assert "Alice.history:1  [note, episode" not in p.stdout  # no marker: no episode
+    assert "Alice.history:1  [note, c, 2026-10-21 18:00:00]" in p.stdout
+    assert "kiwi [masked secret] [masked path]" in p.stdout and "AKIA" not in p.stdout
+
+
+def test_usage_errors_exit_2_and_a_missing_folder_exits_1(tmp_path: Path, capsys) -> None:
+    assert cli("search", str(tmp_path), "x", "--owner", "A", "--episode", "episode-x").returncode == 2
+    assert cli("search", str(tmp_path), "x", "--owner", "A", "--top-k", "0").returncode == 2
+    assert cli("search", str(tmp_path), "x").returncode == 2  # --owner is required
+    assert main(["search", str(tmp_path / "nope"), "x", "--owner", "A"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_index_file_makes_the_next_search_incremental(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    history(run)
+    db = tmp_path / "idx.sqlite"
+    args = ["search", str(run), "ACME", "--owner", "Alice", "--episode", "1", "--conversation", "c1", "--json",
+            "--index", str(db)]
+    assert len(json.loads(cli(*args).stdout)) == 2
+    with open(run / "Alice.history", "a") as fh:
+        fh.write(rec("18:00:09", "Alice", "ACME-7781 moved", "c1"))
+    assert len(json.loads(cli(*args).stdout)) == 3
+
+
+def test_two_real_runs_into_one_folder_then_search(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    for question in ("glob mode", "maxRounds reached"):
+        p = cli("run", "examples/research.yaml", "--input", question, "--run-dir", str(run), "--json")
+        assert p.returncode == 0, p.stderr
+    heads = [line.split("] [")[1].split("]")[0] for line in (run / "research.history").read_text().splitlines()
+             if line[:1].isdigit()]
+    convs = [c for c in dict.fromkeys(heads) if c != "-"]  # in order of appearance: run 1, then run 2
+    assert len(convs) == 2 and all(c.endswith("/node-1") for c in convs)
+    p = cli("search", str(run), "maxRounds", "--owner", "research", "--episode", "2", "--conversation", convs[1],
+            "--scope", "episode", "--top-k", "50", "--json")
+    pieces = json.loads(p.stdout)
+    assert pieces and {x["episode"] for x in pieces} == {2}
+    assert {x["conversation"] for x in pieces} <= {convs[1], "-"}
+    assert {x["kind"] for x in pieces} <= {"told", "said", "note"} and "told" in {x["kind"] for x in pieces}
