@@ -14,9 +14,12 @@ def _episode(value: str) -> int:
     from ..runfiles import parse_episode
 
     try:
-        return parse_episode(value)
+        episode = parse_episode(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if episode is None:
+        raise argparse.ArgumentTypeError(f"not an episode: {value!r}")
+    return episode
 
 
 def _top_k(value: str) -> int:

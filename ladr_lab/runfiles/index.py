@@ -269,7 +269,8 @@ class RunFileIndex:
         out = {}
         for row in self.db.execute("SELECT id, rel, kind, dev, ino, seen_size, mtime, offset, lines, state, head_sig,"
                                    " tail_sig, tent_offset, tent_lines, tent_state, nul FROM files"):
-            f = _File(*row[:9], json.loads(row[9] or "{}"), row[10] or b"", row[11] or b"", row[12], row[13] or 0,
+            f = _File(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+                      json.loads(row[9] or "{}"), row[10] or b"", row[11] or b"", row[12], row[13] or 0,
                       json.loads(row[14] or "{}"), row[15])
             out[f.rel] = f
         return out
@@ -440,8 +441,8 @@ class RunFileIndex:
                     if data[start:start + 1].isdigit() else None
                 m = EPISODE_MARKER_RE.fullmatch(fields["message"]) if fields and fields["agent"] == self.owner \
                     else None
-                if m:
-                    ts = _norm_ts(fields["timestamp"])
+                if m and fields is not None:
+                    ts = _norm_ts(fields["timestamp"]) or ""
                     self.db.execute("INSERT INTO markers VALUES (?,?,?,?)", (f.id, line + 1, ts, int(m.group(1))))
                     self.markers.add(f.id, line + 1, ts, int(m.group(1)))
                     found.append(ts)

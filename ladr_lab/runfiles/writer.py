@@ -104,7 +104,7 @@ def _callers_of(e: dict) -> tuple[tuple[str, str], ...] | None:
         if isinstance(c, str):
             step, _, node = c.rpartition("/")  # a step id may hold "/": the node is after the last one
         elif isinstance(c, dict):
-            step, node = c.get("step"), c.get("node")
+            step, node = str(c.get("step")), str(c.get("node"))
         else:
             step, node = c
         out.append((str(step), str(node)))
