@@ -94,6 +94,8 @@ CODES: dict[str, Code] = {
     "schema-json": Code("a schema written as a string that is not JSON"),
     "schema-type": Code("a schema that is not a mapping"),
     "invalid-schema": Code("a schema its metaschema rejects"),
+    "unknown-schema-keyword": Code("(warning) a keyword the schema's dialect does not know (JSON Schema ignores it)",
+                                   at_key=True),
     # cross-references and knobs (references.py, knobs.py)
     "source-form": Code("a from: that is none of previous, output, a literal, a step ref, a slate ref"),
     "node-ref": Code("a nodeRef other than current, previous, accumulate"),
