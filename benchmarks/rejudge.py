@@ -27,8 +27,8 @@ Writes benchmarks/results/rejudge.json.
 from __future__ import annotations
 
 import argparse
-import importlib
 import copy
+import importlib
 import json
 import os
 import platform

@@ -435,10 +435,10 @@ def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
         mark = "⇄" if r["flipped"] else " "
         lines.append(f"{r['seq']:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new']):<5}{mark} "
                      + (f"{r['keyword']} at {r['schema_path'] or '/'} (instance {r['instance_path'] or '/'})"
-                        if r["keyword"] else ""))
+                        if r["keyword"] else "")
+                     + (f" [after the flip at #{r['after_flip']}]" if r["after_flip"] is not None else ""))
         if r["effect"]:
-            lines.append(" " * 8 + "→ " + r["effect"] + (f" [after #{r['after_flip']}]" if r["after_flip"] is not
-                                                          None and r["effect_kind"] != UNKNOWN else ""))
+            lines.append(" " * 8 + "→ " + r["effect"])
     return "\n".join(lines)
 
 
