@@ -277,7 +277,11 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
                     bound[title] = copy
             run = Run(lad, model=model, inputs=fields, slates=bound, trace_out=out / rel,
                       max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars)
-            res = run.run()
+            try:
+                res = run.run()
+            finally:       # an interrupt leaves the run unfinished: still close its trace file and models
+                run.trace.close()
+                run.close()
             row.update(status=res.status, output=res.output, llm_calls=res.llm_calls, tokens_in=res.tokens_in,
                        tokens_out=res.tokens_out, cost=res.cost, gates=_gates(run.trace),
                        writes=sum(1 for e in run.trace.events if isinstance(e, Write) and e.status == "written"),
