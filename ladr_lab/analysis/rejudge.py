@@ -49,6 +49,7 @@ class Edits:
     def __init__(self, edited: Ladder | str | Path | Mapping) -> None:
         self.ladder: Ladder | None = None
         self.tests: dict[str, dict[str, Any]] = {}
+        self._steps: dict[str, Any] = {}
         if isinstance(edited, Mapping):
             for step_id, value in edited.items():
                 self.tests[str(step_id)] = _tests_of(str(step_id), value)
@@ -56,7 +57,12 @@ class Edits:
             self.ladder = as_ladder(edited)
 
     def _step(self, step_id: str):
-        return self.ladder.step(step_id) if self.ladder is not None else None
+        # looked up once per step: re-judging asks for every recorded output
+        if self.ladder is None:
+            return None
+        if step_id not in self._steps:
+            self._steps[step_id] = self.ladder.step(step_id)
+        return self._steps[step_id]
 
     def request_match(self, step_id: str) -> tuple[bool, dict | None]:
         """(covered, the requestMatch now; None when the step no longer retrieves)."""

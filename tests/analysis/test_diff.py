@@ -18,7 +18,7 @@ STEPS = """
     to: { slate: Knowledge, folder: docs }
     as: RetrievedDocuments
     maxRounds: 2
-    requestMatch: %s
+    requestMatch: REQUEST_MATCH
   systemPrompt: Research.
 - id: check
   fields: [{ name: Draft, type: text, from: previous }]
@@ -26,7 +26,7 @@ STEPS = """
   slateWrite:
     to: { slate: Memory, folder: facts, file: core.md }
     match: { type: object, required: [fact] }
-""" % json.dumps(FULL_REQUEST)
+""".replace("REQUEST_MATCH", json.dumps(FULL_REQUEST))
 
 
 def req(*files: str) -> str:
