@@ -10,8 +10,8 @@ describe a path the run might no longer take: `after_flip` names that flip and t
 
 Fast enough for a schema editor's keystrokes: each distinct output is extracted once (and kept across
 calls, since re-judging the same trace against the next edit is the common case), each distinct JSON
-value is validated once per schema with a compiled validator, and jsonschema's best error is computed
-only for the rows that flipped (see benchmarks/rejudge.py).
+value is validated once per schema with a compiled validator, and the deciding error of a flip comes
+out of that same pass (see `_Judge` and benchmarks/rejudge.py).
 """
 from __future__ import annotations
 
@@ -108,6 +108,7 @@ class Edits:
 
 
 def _tests_of(step_id: str, value: Any) -> dict[str, Any]:
+    from ..config.keywords import schema_ok
     from ..config.schemas import metaschema_errors
     if isinstance(value, str):
         try:
@@ -128,7 +129,7 @@ def _tests_of(step_id: str, value: Any) -> dict[str, Any]:
         if not isinstance(schema, Mapping) or not schema:
             raise ConfigError(f"the {test} given for step {step_id!r} must be a non-empty JSON Schema",
                               step_id=step_id, rule="empty-schema")
-        problems = metaschema_errors(dict(schema))
+        problems = () if schema_ok(dict(schema)) else metaschema_errors(dict(schema))
         if problems:
             path, message = problems[0]
             raise ConfigError(f"the {test} given for step {step_id!r} is not a valid JSON Schema: {message}"
@@ -177,25 +178,42 @@ def _collect(trace: Trace) -> tuple[list[_Item], dict[tuple, _Exec]]:
 
 
 class _Judge:
-    """Verdicts of outputs against tests, each distinct (schema, JSON value) validated once."""
+    """Verdicts of outputs against tests, each distinct (schema, JSON value) validated once.
+
+    An output that matched before is checked by one full pass that also yields jsonschema's best error,
+    so a flip to "no match" costs nothing more (a valid value is traversed whole by `is_valid` too); one
+    that failed before is checked by `is_valid`, which stops at the first error, and a flip to "match"
+    needs no error (its deciding keyword is the recorded one)."""
 
     def __init__(self) -> None:
-        self._valid: dict[tuple[int, int], bool] = {}
+        self._seen: dict[tuple[int, int], tuple[bool, Any]] = {}
         self._keep: list = []       # keeps the schemas alive while their ids key the cache
 
-    def matches(self, test: str, arg: Any, output: str) -> bool:
+    def matches(self, test: str, arg: Any, output: str, old: bool | None = None) -> bool:
         if test == "equals":
             return output.strip() == str(arg).strip()
         ext = _extract(output)
         if not ext.found:
             return False
         key = (id(arg), id(ext))
-        got = self._valid.get(key)
+        got = self._seen.get(key)
         if got is None:
             from ..engine.judging import validator
+            v = validator(arg)
             self._keep.append((arg, ext))
-            got = self._valid[key] = validator(arg).is_valid(ext.value)
-        return got
+            if old:
+                from jsonschema.exceptions import best_match
+                err = best_match(v.iter_errors(ext.value))
+                got = (err is None, err)
+            else:
+                got = (v.is_valid(ext.value), None)
+            self._seen[key] = got
+        return got[0]
+
+    def error(self, arg: Any, output: str):
+        """The best error found while judging `output` against `arg`, if that pass computed one."""
+        got = self._seen.get((id(arg), id(_extract(output))))
+        return got[1] if got else None
 
 
 def _old_write(e: Write) -> bool | None:
@@ -259,11 +277,11 @@ class _Rejudge:
         if schema is None:
             row.update(effect_kind=UNKNOWN, effect="the edited ladder has no retrieve on this step", changed=True)
             return row
-        row["new"] = self.judge.matches("requestMatch", schema, e.output)
+        row["new"] = self.judge.matches("requestMatch", schema, e.output, row["old"])
         row["flipped"] = row["old"] is not None and row["new"] != row["old"]
         if row["flipped"] or self.detail == "all":
             from ..engine.judging import judge_extraction
-            v = judge_extraction(_extract(e.output), schema, valid=row["new"])
+            v = judge_extraction(_extract(e.output), schema, valid=row["new"], error=self.judge.error(schema, e.output))
             row.update(extraction=v.judgement.extraction, form=v.judgement.form, new_reason=v.reason)
             if row["flipped"]:
                 _flip_detail(row, v.judgement, e.verdict)
@@ -308,7 +326,7 @@ class _Rejudge:
             kind, words = ("continue", "the edited ladder has no gate here: the node continues")
             row.update(changed=e.action != "continue" or e.jump is not None)
         else:
-            row["new"] = self.judge.matches(test[0], test[1], item.output)
+            row["new"] = self.judge.matches(test[0], test[1], item.output, row["old"])
             row["flipped"] = row["new"] != row["old"]
             branch = "then" if row["new"] else "else"
             action = (model.then if row["new"] else model.else_) if model is not None else None
@@ -334,7 +352,8 @@ class _Rejudge:
         from ..engine.judging import judge_equals, judge_json_extraction
         if test[0] == "equals":
             return judge_equals(output, str(test[1]))
-        j, why, _ = judge_json_extraction(_extract(output), test[1], test[0], valid=valid)
+        j, why, _ = judge_json_extraction(_extract(output), test[1], test[0], valid=valid,
+                                          error=self.judge.error(test[1], output))
         return j, why
 
     def write_row(self, item: _Item) -> dict | None:
@@ -350,11 +369,12 @@ class _Rejudge:
                        if item.output is None else "the edited ladder has no slateWrite on this step")
             row["changed"] = schema is None and e.status == "written"
             return row
-        row["new"] = self.judge.matches("match", schema, item.output)
+        row["new"] = self.judge.matches("match", schema, item.output, row["old"])
         row["flipped"] = row["old"] is not None and row["new"] != row["old"]
         if row["flipped"] or self.detail == "all":
             from ..engine.judging import judge_json_extraction
-            j, why, value = judge_json_extraction(_extract(item.output), schema, "match", valid=row["new"])
+            j, why, value = judge_json_extraction(_extract(item.output), schema, "match", valid=row["new"],
+                                                  error=self.judge.error(schema, item.output))
             row.update(new_reason=why, extraction=j.extraction)
             if row["flipped"]:
                 _flip_detail(row, j, e.verdict)

@@ -83,6 +83,64 @@ def iter_unknown_keywords(schema: Any, known: frozenset[str] | None = None) -> I
                 todo.extend((v, path + (key, name)) for name, v in value.items() if isinstance(v, dict))
 
 
+def _stubs(schema: dict) -> list[dict]:
+    """Each subschema with its own subschemas replaced by `{}` (valid in every draft; `true` is not in
+    draft 4): the metaschema checks every subschema
+    against itself (2020-12's `$dynamicRef: "#meta"`, `#` in older drafts), so a schema is valid exactly
+    when every stub is, and a stub unchanged by an edit need not be checked again."""
+    out: list[dict] = []
+    todo: list[Any] = [schema]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, dict):
+            continue
+        stub: dict = {}
+        for key, value in node.items():
+            k = str(key)
+            if k in _ONE or (k == "items" and isinstance(value, dict)):
+                todo.append(value)
+                stub[key] = {} if isinstance(value, dict) else value
+            elif (k in _LIST or k == "items") and isinstance(value, list) and all(isinstance(v, dict)
+                                                                                 for v in value):
+                todo.extend(value)
+                stub[key] = [{} for _ in value]
+            elif k in _MAP and isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+                todo.extend(value.values())
+                stub[key] = {name: {} for name in value}
+            else:
+                stub[key] = value
+        out.append(stub)
+    return out
+
+
+_STUB_OK: dict[tuple[type, str], bool] = {}
+_META: dict[type, Any] = {}
+
+
+def schema_ok(schema: dict) -> bool:
+    """True when `schema` passes its metaschema, checked subschema by subschema with each result cached:
+    a schema editor's next keystroke changes one subschema, so only that one is checked again (the
+    2020-12 metaschema costs milliseconds per whole schema). False means: ask `metaschema_errors` why."""
+    import json
+    cls = _validator_class(schema)
+    meta = _META.get(cls)
+    if meta is None:
+        from jsonschema import FormatChecker
+        meta = _META[cls] = cls(cls.META_SCHEMA, format_checker=FormatChecker(formats=("regex",)))
+    if "$schema" in schema and not isinstance(schema["$schema"], str):
+        return False
+    for stub in _stubs(schema):
+        key = (cls, json.dumps(stub, sort_keys=True, default=repr))
+        ok = _STUB_OK.get(key)
+        if ok is None:
+            if len(_STUB_OK) >= 4096:
+                _STUB_OK.clear()
+            ok = _STUB_OK[key] = meta.is_valid(stub)
+        if not ok:
+            return False
+    return True
+
+
 @rule("schema", "unknown-schema-keyword")
 def _unknown_keywords(site: Site) -> Iterator[ConfigError]:
     schema = parse_schema(site.raw)
@@ -95,4 +153,4 @@ def _unknown_keywords(site: Site) -> Iterator[ConfigError]:
                       + ": JSON Schema ignores it, so it checks nothing", at=path + (key,), suggestion=near,
                       severity="warning")
 
-__all__ = ["dialect_keywords", "iter_unknown_keywords"]
+__all__ = ["dialect_keywords", "iter_unknown_keywords", "schema_ok"]

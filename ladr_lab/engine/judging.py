@@ -31,9 +31,11 @@ def _pointer(parts) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def schema_failure(value: Any, schema: dict, valid: bool | None = None):
-    """jsonschema's best error of `value` against `schema`, or None when it validates (`valid`: already
-    known, so it is not validated twice)."""
+def schema_failure(value: Any, schema: dict, valid: bool | None = None, error=None):
+    """jsonschema's best error of `value` against `schema`, or None when it validates (`valid`, `error`: what
+    the caller already knows, so nothing is validated twice)."""
+    if error is not None:
+        return error
     v = validator(schema)
     if valid if valid is not None else v.is_valid(value):
         return None
@@ -90,13 +92,13 @@ def judge(output: str, schema: dict) -> Verdict:
     return judge_extraction(extract(output), schema)
 
 
-def judge_extraction(ext: Extraction, schema: dict, valid: bool | None = None) -> Verdict:
+def judge_extraction(ext: Extraction, schema: dict, valid: bool | None = None, error=None) -> Verdict:
     """`judge` for an output whose JSON was already extracted (re-judging extracts each output once);
-    `valid` is whether the value validates, when the caller knows it already."""
+    `valid` is whether the value validates and `error` its best error, when the caller knows them already."""
     if not ext.found:
         return Verdict(False, None, None, "no JSON found in the output, so it is the final answer",
                        Judgement(test="requestMatch", matched=False))
-    err = schema_failure(ext.value, schema, valid)
+    err = schema_failure(ext.value, schema, valid, error)
     if err is not None:
         return Verdict(False, None, None,
                        f"JSON found ({ext.method}) but it does not match requestMatch: {_error_text(err)}",
@@ -120,12 +122,12 @@ def judge_json(output: str, schema: dict, test: str) -> tuple[Judgement, str, An
     return judge_json_extraction(extract(output), schema, test)
 
 
-def judge_json_extraction(ext: Extraction, schema: dict, test: str, valid: bool | None = None
+def judge_json_extraction(ext: Extraction, schema: dict, test: str, valid: bool | None = None, error=None
                           ) -> tuple[Judgement, str, Any]:
-    """`judge_json` for an output whose JSON was already extracted (`valid`: as in `judge_extraction`)."""
+    """`judge_json` for an output whose JSON was already extracted (`valid`, `error`: as in `judge_extraction`)."""
     if not ext.found:
         return Judgement(test=test, matched=False), "no JSON found in the output", None
-    err = schema_failure(ext.value, schema, valid)
+    err = schema_failure(ext.value, schema, valid, error)
     if err is None:
         return (Judgement(test=test, matched=True, extraction=ext.method),
                 f"JSON found ({ext.method}) and it matches {_label(test)}", ext.value)

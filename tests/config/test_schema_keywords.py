@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ladr_lab.config import check_text, iter_problems
-from ladr_lab.config.keywords import dialect_keywords, iter_unknown_keywords
+from ladr_lab.config.keywords import dialect_keywords, iter_unknown_keywords, schema_ok
+from ladr_lab.config.schemas import metaschema_errors
 
 HEAD = """name: t
 slates: [{ title: K, folders: [{ name: docs }] }]
@@ -79,3 +82,34 @@ def test_a_misspelt_type_is_an_error_with_a_did_you_mean(typo, meant):
     assert f"'{typo}' is not a JSON Schema type" in str(p) and str(p).endswith(f'(did you mean "{meant}"?)')
     (q,) = problems(body.replace(f"type: {typo}", f"type: [null, {typo}]"))
     assert q.suggestion == meant
+
+
+VALUES = st.one_of(st.integers(-2, 3), st.sampled_from(["string", "objekt", "(", "a.*", "object", "array"]),
+                   st.booleans(), st.lists(st.sampled_from(["a", "b", 1]), max_size=2))
+
+
+def _schemas(children):
+    keyword = st.sampled_from(["type", "required", "minLength", "maxItems", "pattern", "enum", "const", "format"])
+    leaf = st.dictionaries(keyword, VALUES, max_size=3)
+    nested = st.one_of(
+        st.builds(lambda c: {"properties": {"p": c}}, children),
+        st.builds(lambda c: {"items": c}, children),
+        st.builds(lambda c: {"items": [c]}, children),
+        st.builds(lambda cs: {"allOf": cs}, st.lists(children, max_size=2)),
+        st.builds(lambda c: {"not": c, "$defs": {"d": c}}, children),
+        st.booleans(),
+    )
+    return st.one_of(leaf, nested, st.builds(lambda a, b: {**a, **b} if isinstance(b, dict) else a, leaf, nested))
+
+
+SCHEMAS = st.recursive(st.dictionaries(st.sampled_from(["type", "minimum", "pattern"]), VALUES, max_size=2),
+                       _schemas, max_leaves=8).filter(lambda s: isinstance(s, dict))
+
+
+@settings(max_examples=150, deadline=None)
+@given(schema=SCHEMAS, dialect=st.sampled_from([None, "http://json-schema.org/draft-07/schema#",
+                                                "http://json-schema.org/draft-04/schema#"]))
+def test_the_cached_check_by_subschema_agrees_with_the_whole_metaschema_check(schema, dialect):
+    if dialect:
+        schema = {**schema, "$schema": dialect}
+    assert schema_ok(schema) == (not metaschema_errors(schema)), schema
