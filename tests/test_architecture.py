@@ -18,7 +18,7 @@ LAYERS = {
     "errors": 0,
     "jsonx": 1, "slate": 1,
     "config": 2, "models": 2, "trace": 2,
-    "engine": 3, "cost": 3, "runfiles": 3, "replay": 3, "search": 3,
+    "engine": 3, "cost": 3, "runfiles": 3, "replay": 3, "search": 3, "analysis": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema")
@@ -108,7 +108,7 @@ def test_import_ladr_lab_loads_no_heavy_package():
 
 
 @pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models",
-                                  "ladr_lab.slate", "ladr_lab.runfiles"])
+                                  "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)
     names = list(mod.__all__)

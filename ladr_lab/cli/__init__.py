@@ -11,11 +11,12 @@ import os
 import sys
 
 from ..errors import ConfigError, LadrError
-from . import run, search, validate
+from . import eval as eval_
+from . import lint, run, search, show, trace, validate
 from ._common import _problems
 from .printer import RoundPrinter
 
-_COMMANDS = (validate, run, search)
+_COMMANDS = (validate, run, show, trace, lint, eval_, search)
 
 
 def build_parser() -> argparse.ArgumentParser:

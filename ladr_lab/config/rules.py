@@ -94,6 +94,8 @@ CODES: dict[str, Code] = {
     "schema-json": Code("a schema written as a string that is not JSON"),
     "schema-type": Code("a schema that is not a mapping"),
     "invalid-schema": Code("a schema its metaschema rejects"),
+    "unknown-schema-keyword": Code("(warning) a keyword the schema's dialect does not know (JSON Schema ignores it)",
+                                   at_key=True),
     # cross-references and knobs (references.py, knobs.py)
     "source-form": Code("a from: that is none of previous, output, a literal, a step ref, a slate ref"),
     "node-ref": Code("a nodeRef other than current, previous, accumulate"),
@@ -114,6 +116,11 @@ CODES: dict[str, Code] = {
     "previous-after-group": Code("from: previous where the step before is a group (ambiguous)"),
     "unknown-knob": Code("{{knobs.NAME}} naming no knob"),
     "undeclared-knob": Code("(warning) a knob given at run time that knobs: does not declare"),
+    # lint only (ladr_lab.analysis.lint_rules: `ladr-lab lint`, not `validate`)
+    "loose-request-match": Code("(lint) a requestMatch that accepts {} or a final-looking object"),
+    "no-index-field": Code("(lint) a retrieve step without a field reading its folder's index or tree", at_key=True),
+    "max-rounds-high": Code("(lint) retrieve.maxRounds above 10"),
+    "fan-out-cost": Code("(lint) nodes × (maxRounds + 1) above executionBudget.maxLlmCalls, or unbounded"),
 }
 
 RULES: dict[str, list[tuple[str, Rule]]] = {}              # construct kind -> (code, rule) in order

@@ -109,13 +109,47 @@ def _check_schema(schema: dict) -> tuple[tuple[tuple, str], ...]:
     return tuple(out)
 
 
+TYPE_NAMES = ("array", "boolean", "integer", "null", "number", "object", "string")
+
+
+def _at(schema: Any, path: tuple) -> Any:
+    for part in path:
+        try:
+            schema = schema[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return schema
+
+
+def type_suggestion(schema: dict, path: tuple) -> str | None:
+    """The type name nearest to a misspelt one (`objekt` → `object`) when `path` points at a `type`."""
+    if not path:
+        return None
+    in_type = path[-1] == "type" or (len(path) > 1 and path[-2] == "type" and isinstance(path[-1], int))
+    value = _at(schema, path)
+    if not in_type or not isinstance(value, str) or value in TYPE_NAMES:
+        return None
+    from .rules import suggest
+    return suggest(value.lower(), TYPE_NAMES)
+
+
 @rule("schema", "invalid-schema")
 def _metaschema(site: Site) -> Iterator[ConfigError]:
     schema = parse_schema(site.raw)
     if schema is None:
         return
     for sub, message in metaschema_errors(schema):
+        near = type_suggestion(schema, sub)
+        if near is None and sub and sub[-1] == "type" and isinstance(_at(schema, sub), list):
+            # a list of types: name the misspelt entry, not the whole list
+            for i, name in enumerate(_at(schema, sub)):
+                near = type_suggestion(schema, sub + (i,))
+                if near is not None:
+                    message = f"{name!r} is not a JSON Schema type"
+                    break
+        elif near is not None:
+            message = f"{_at(schema, sub)!r} is not a JSON Schema type (one of {', '.join(TYPE_NAMES)})"
         yield problem(f"{site.what} is not a valid JSON Schema: {message}"
-                      + (f" (at {'/'.join(map(str, sub))})" if sub else ""), at=sub)
+                      + (f" (at {'/'.join(map(str, sub))})" if sub else ""), at=sub, suggestion=near)
 
-__all__ = ["metaschema_errors", "parse_schema"]
+__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "type_suggestion"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 
 from ..errors import ConfigError
-from . import knobs, references, schemas, shape, steps, writes  # noqa: F401  (importing them registers their rules)
+from . import keywords, knobs, references, schemas, shape, steps, writes  # noqa: F401  (importing them registers their rules)
 from .rules import CHILDREN, CODES, RULES, Doc, Rule, Site
 
 Registry = Mapping[str, Sequence[tuple[str, Rule]]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonx import extract
+from ..jsonx import Extraction, extract
 from ..trace import Judgement
 
 _VALIDATORS: dict[int, Any] = {}
@@ -21,6 +21,8 @@ def validator(schema: dict):
     if v is None or v.schema is not schema:
         from jsonschema.validators import validator_for
         v = validator_for(schema)(schema)
+        if len(_VALIDATORS) >= 1024:      # a schema editor makes a new schema per keystroke: stay bounded
+            _VALIDATORS.clear()
         _VALIDATORS[key] = v
     return v
 
@@ -29,10 +31,13 @@ def _pointer(parts) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def schema_failure(value: Any, schema: dict):
-    """jsonschema's best error of `value` against `schema`, or None when it validates."""
+def schema_failure(value: Any, schema: dict, valid: bool | None = None, error=None):
+    """jsonschema's best error of `value` against `schema`, or None when it validates (`valid`, `error`: what
+    the caller already knows, so nothing is validated twice)."""
+    if error is not None:
+        return error
     v = validator(schema)
-    if v.is_valid(value):
+    if valid if valid is not None else v.is_valid(value):
         return None
     from jsonschema.exceptions import best_match
     return best_match(v.iter_errors(value))
@@ -84,11 +89,16 @@ def _why_bare(schema: dict, obj: Any) -> str:
 
 def judge(output: str, schema: dict) -> Verdict:
     """Extract the first JSON block and test it against requestMatch (seeds 000, 001; SPEC §3)."""
-    ext = extract(output)
+    return judge_extraction(extract(output), schema)
+
+
+def judge_extraction(ext: Extraction, schema: dict, valid: bool | None = None, error=None) -> Verdict:
+    """`judge` for an output whose JSON was already extracted (re-judging extracts each output once);
+    `valid` is whether the value validates and `error` its best error, when the caller knows them already."""
     if not ext.found:
         return Verdict(False, None, None, "no JSON found in the output, so it is the final answer",
                        Judgement(test="requestMatch", matched=False))
-    err = schema_failure(ext.value, schema)
+    err = schema_failure(ext.value, schema, valid, error)
     if err is not None:
         return Verdict(False, None, None,
                        f"JSON found ({ext.method}) but it does not match requestMatch: {_error_text(err)}",
@@ -109,10 +119,15 @@ def judge(output: str, schema: dict) -> Verdict:
 
 def judge_json(output: str, schema: dict, test: str) -> tuple[Judgement, str, Any]:
     """An output against a JSON Schema (`test` is "jsonMatches" or "match"): judgement, reason, value."""
-    ext = extract(output)
+    return judge_json_extraction(extract(output), schema, test)
+
+
+def judge_json_extraction(ext: Extraction, schema: dict, test: str, valid: bool | None = None, error=None
+                          ) -> tuple[Judgement, str, Any]:
+    """`judge_json` for an output whose JSON was already extracted (`valid`, `error`: as in `judge_extraction`)."""
     if not ext.found:
         return Judgement(test=test, matched=False), "no JSON found in the output", None
-    err = schema_failure(ext.value, schema)
+    err = schema_failure(ext.value, schema, valid, error)
     if err is None:
         return (Judgement(test=test, matched=True, extraction=ext.method),
                 f"JSON found ({ext.method}) and it matches {_label(test)}", ext.value)

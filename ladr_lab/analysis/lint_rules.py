@@ -1,0 +1,128 @@
+"""The static lint rules: seed 001's pitfalls that the ladder text alone shows, written as config rules in a
+registry of their own (docs/config.md), so they are located, coded and reported like every other problem.
+
+- `loose-request-match`: a requestMatch that accepts `{}` or a final-looking object, so a final answer
+  written as JSON would be taken as a retrieval request ("Use required: [request] and a structured
+  request object to keep the schemas distinct").
+- `no-index-field`: a retrieve step without a field reading the `index` (or `tree`) of the folder it
+  retrieves from ("Always include at least metatag: index as a field on a retrieve step").
+- `max-rounds-high`: maxRounds above 10 ("For most use cases, 3-5 rounds is plenty").
+- `fan-out-cost`: a multi-node retrieve step whose worst case (nodes × (maxRounds + 1)) exceeds
+  executionBudget.maxLlmCalls, or that no maxLlmCalls bounds.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..config.rules import RULES, Rule, Site, problem, rule, whole
+from ..config.schemas import metaschema_errors, parse_schema
+from ..config.walker import Registry
+from ..errors import ConfigError
+
+MAX_ROUNDS_HIGH = 10
+# what a final answer written as JSON tends to look like; a requestMatch that accepts one of them is loose
+FINAL_LOOKING = ({"answer": "Dedup is per step."}, {"final": "Done."},
+                 {"result": "Done.", "sources": ["core.md"]}, {"summary": "The findings."})
+FOLDER_LEVEL = ("index", "tree")
+
+_OWN: dict[str, list[tuple[str, Rule]]] = {}
+
+FIXES = {
+    "loose-request-match": 'add `required: [request]` and a structured `request` object (seed 001), so an answer '
+                           'in JSON cannot match',
+    "no-index-field": "add a field `{ name: FileIndex, type: slateRead, from: { slate: S, folder: F, metatag: "
+                      "index } }` for the retrieve folder, so the model can see what exists",
+    "max-rounds-high": "lower retrieve.maxRounds to 3-5; each round is one model call per node",
+    "fan-out-cost": "control nodes with a knob, lower maxRounds, or set executionBudget.maxLlmCalls to the "
+                    "cost you accept",
+}
+
+
+def registry() -> Registry:
+    """Every rule `ladr-lab validate` runs plus the lint's own (built on each call, so rules registered
+    later are included)."""
+    merged = {kind: list(rules) for kind, rules in RULES.items()}
+    for kind, rules in _OWN.items():
+        merged.setdefault(kind, []).extend(rules)
+    return merged
+
+
+def _valid_schema(raw) -> dict | None:
+    schema = parse_schema(raw)
+    if schema is None or metaschema_errors(schema):
+        return None
+    return schema
+
+
+def looseness(schema: dict) -> str | None:
+    """Why a requestMatch would take a final answer for a request (None when it would not)."""
+    from ..engine.judging import validator
+    v = validator(schema)
+    if v.is_valid({}):
+        why = "has no `required`" if not schema.get("required") else "accepts {}"
+        return f"{why}, so any JSON object matches, a final answer in JSON included"
+    for probe in FINAL_LOOKING:
+        if v.is_valid(probe):
+            import json
+            return f"accepts a final-looking object such as {json.dumps(probe)}"
+    return None
+
+
+@rule("retrieve", "loose-request-match", registry=_OWN)
+def _loose(site: Site) -> Iterator[ConfigError]:
+    schema = _valid_schema(site.raw.get("requestMatch"))
+    if schema is None:
+        return
+    why = looseness(schema)
+    if why is not None:
+        yield problem(f"retrieve.requestMatch {why}: the step would retrieve again instead of ending",
+                      at=("requestMatch",), severity="warning")
+
+
+def _reads_index(fld, slate: str, folder: str) -> bool:
+    src = fld.get("from") if isinstance(fld, dict) else None
+    return isinstance(src, dict) and src.get("metatag") in FOLDER_LEVEL and src.get("slate") == slate \
+        and src.get("folder") == folder
+
+
+@rule("step", "no-index-field", registry=_OWN)
+def _no_index(site: Site) -> Iterator[ConfigError]:
+    r = site.raw.get("retrieve") if isinstance(site.raw, dict) else None
+    to = r.get("to") if isinstance(r, dict) else None
+    if not isinstance(to, dict):
+        return
+    fields = site.raw.get("fields") if isinstance(site.raw.get("fields"), list) else []
+    if not any(_reads_index(f, to.get("slate"), to.get("folder")) for f in fields):
+        yield problem(f'a retrieve step without a field reading the index or tree of {to.get("slate")}/'
+                      f'{to.get("folder")}: the model cannot see what exists, so its requests are blind guesses',
+                      at=("retrieve",), severity="warning")
+
+
+@rule("retrieve", "max-rounds-high", registry=_OWN)
+def _max_rounds_high(site: Site) -> Iterator[ConfigError]:
+    n = site.raw.get("maxRounds")
+    if whole(n) and n > MAX_ROUNDS_HIGH:
+        yield problem(f"retrieve.maxRounds is {n}: up to {n + 1} model calls per node (seed 001: 3-5 rounds is "
+                      "plenty for most uses)", at=("maxRounds",), severity="warning")
+
+
+@rule("step", "fan-out-cost", registry=_OWN)
+def _fan_out(site: Site) -> Iterator[ConfigError]:
+    raw = site.raw
+    r = raw.get("retrieve") if isinstance(raw, dict) else None
+    nodes = raw.get("nodes", 1) if isinstance(raw, dict) else 1
+    if not isinstance(r, dict) or not whole(nodes, 2) or not whole(r.get("maxRounds")):
+        return
+    worst = nodes * (r["maxRounds"] + 1)
+    budget = site.doc.data.get("executionBudget") if isinstance(site.doc.data, dict) else None
+    cap = budget.get("maxLlmCalls") if isinstance(budget, dict) else None
+    if not whole(cap):
+        yield problem(f"{nodes} nodes × (maxRounds {r['maxRounds']} + 1) = up to {worst} model calls for this step, "
+                      "and no executionBudget.maxLlmCalls bounds them", at=("nodes",), severity="warning")
+    elif worst > cap:
+        yield problem(f"{nodes} nodes × (maxRounds {r['maxRounds']} + 1) = up to {worst} model calls for this step, "
+                      f"more than executionBudget.maxLlmCalls ({cap}): the run may end budget_exhausted",
+                      at=("nodes",), severity="warning")
+
+
+__all__ = ["FINAL_LOOKING", "FIXES", "MAX_ROUNDS_HIGH", "looseness", "registry"]

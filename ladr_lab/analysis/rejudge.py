@@ -1,0 +1,372 @@
+"""Re-judging a recorded run against an edited ladder (or edited schemas), with no model call.
+
+Every judged output of the trace is judged again: each retrieve round against `requestMatch`, each
+gate against its `equals` / `jsonMatches`, each slateWrite against its `match`. A row holds the old
+and the new verdict, whether it flipped, the deciding keyword with its schema and instance paths (of
+the failure that now rejects it, or of the one that no longer does), and what the flip would change
+downstream (`effects.py`). Rows that come after an earlier flip in the same node, or in a later step,
+describe a path the run might no longer take: `after_flip` names that flip and their effect is
+"unknown".
+
+Fast enough for a schema editor's keystrokes: each distinct output is extracted once (and kept across
+calls, since re-judging the same trace against the next edit is the common case), each distinct JSON
+value is validated once per schema with a compiled validator, and the deciding error of a flip comes
+out of that same pass (see `_Judge` and benchmarks/rejudge.py).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..config.model import Ladder
+from ..jsonx import Extraction, extract
+from ..trace import Call, Gate, LlmCall, StepEnd, Trace, Write
+from .edits import Edits
+from .effects import UNKNOWN, Effect, Fetcher, after_final, describe_action
+from .positions import Where, as_trace, iter_located
+
+COLUMNS = ("seq", "kind", "test", "step", "node", "round", "iteration", "caller", "forced", "old", "new",
+           "flipped", "keyword", "schema_path", "instance_path", "message", "extraction", "form", "changed",
+           "effect_kind", "effect", "fetch", "after_flip", "old_reason", "new_reason", "output")
+
+
+@lru_cache(maxsize=8192)
+def _extract(text: str) -> Extraction:
+    # re-judging the same trace against the next edit is the common case: extract each output once
+    return extract(text)
+
+
+@dataclass
+class _Exec:
+    """One node's execution of a step, as recorded: its calls in order and its final output."""
+
+    calls: list[LlmCall] = field(default_factory=list)
+    final: str | None = None
+
+
+@dataclass
+class _Item:
+    where: Where
+    event: Any
+    kind: str                     # requestMatch | gate | slateWrite | end
+    output: str | None = None
+
+
+def _collect(trace: Trace) -> tuple[list[_Item], dict[tuple, _Exec]]:
+    items: list[_Item] = []
+    execs: dict[tuple, _Exec] = {}
+    for w, e in iter_located(trace.events):
+        if w is None:
+            continue
+        if isinstance(e, LlmCall):
+            ex = execs.setdefault(w.execution, _Exec())
+            ex.calls.append(e)
+            ex.final = e.output
+            if e.request_match is not None:
+                items.append(_Item(w, e, "requestMatch", e.output))
+        elif isinstance(e, Call) and e.status == "completed":
+            execs.setdefault(w.execution, _Exec()).final = e.output
+        elif isinstance(e, Gate):
+            items.append(_Item(w, e, "gate", execs.get(w.execution, _Exec()).final))
+        elif isinstance(e, Write) and e.mechanism == "slateWrite":
+            items.append(_Item(w, e, "slateWrite", execs.get(w.execution, _Exec()).final))
+        elif isinstance(e, StepEnd):
+            items.append(_Item(w, e, "end"))
+    return items, execs
+
+
+class _Judge:
+    """Verdicts of outputs against tests, each distinct (schema, JSON value) validated once.
+
+    An output that matched before is checked by one full pass that also yields jsonschema's best error,
+    so a flip to "no match" costs nothing more (a valid value is traversed whole by `is_valid` too); one
+    that failed before is checked by `is_valid`, which stops at the first error, and a flip to "match"
+    needs no error (its deciding keyword is the recorded one)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int], tuple[bool, Any]] = {}
+        self._keep: list = []       # keeps the schemas alive while their ids key the cache
+
+    def matches(self, test: str, arg: Any, output: str, old: bool | None = None) -> bool:
+        if test == "equals":
+            return output.strip() == str(arg).strip()
+        ext = _extract(output)
+        if not ext.found:
+            return False
+        key = (id(arg), id(ext))
+        got = self._seen.get(key)
+        if got is None:
+            from ..engine.judging import validator
+            v = validator(arg)
+            self._keep.append((arg, ext))
+            if old:
+                from jsonschema.exceptions import best_match
+                err = best_match(v.iter_errors(ext.value))
+                got = (err is None, err)
+            else:
+                got = (v.is_valid(ext.value), None)
+            self._seen[key] = got
+        return got[0]
+
+    def error(self, arg: Any, output: str):
+        """The best error found while judging `output` against `arg`, if that pass computed one."""
+        got = self._seen.get((id(arg), id(_extract(output))))
+        return got[1] if got else None
+
+
+def _old_write(e: Write) -> bool | None:
+    if e.verdict is not None:
+        return e.verdict.matched
+    return True if e.status == "written" else None
+
+
+def _flip_detail(row: dict, new_j, old_j) -> None:
+    """The deciding keyword and paths of a flip: of the failure that now rejects the output, or of the
+    recorded failure that no longer does."""
+    source = new_j if row["new"] is False else old_j
+    if source is not None:
+        row.update(keyword=source.keyword, schema_path=source.schema_path, instance_path=source.instance_path,
+                   message=source.message)
+
+
+class _Rejudge:
+    def __init__(self, edits: Edits, slates: dict | None, detail: str) -> None:
+        self.edits = edits
+        self.judge = _Judge()
+        self.fetcher = Fetcher(edits.ladder, dict(slates or {}))
+        self.detail = detail
+        self.exec_flip: dict[tuple, int] = {}
+        self.step_flip: dict[tuple, int] = {}
+        self.upstream: int | None = None
+
+    def after(self, w: Where) -> int | None:
+        own = self.exec_flip.get(w.execution)
+        if own is not None and self.upstream is not None:
+            return min(own, self.upstream)
+        return own if own is not None else self.upstream
+
+    def note_change(self, w: Where, seq: int) -> None:
+        self.exec_flip.setdefault(w.execution, seq)
+        self.step_flip.setdefault((w.caller, w.step, w.iteration), seq)
+
+    def end_step(self, w: Where) -> None:
+        seq = self.step_flip.pop((w.caller, w.step, w.iteration), None)
+        if seq is not None and (self.upstream is None or seq < self.upstream):
+            self.upstream = seq
+
+    # ---- rows ----------------------------------------------------------------------------------------
+    def base(self, item: _Item, test: str) -> dict:
+        w, e = item.where, item.event
+        return {"seq": e.seq, "kind": item.kind, "test": test, "step": w.step, "node": w.node, "round": w.round,
+                "iteration": w.iteration, "caller": " > ".join(w.caller), "forced": False, "old": None,
+                "new": None, "flipped": False, "keyword": None, "schema_path": None, "instance_path": None,
+                "message": None, "extraction": None, "form": None, "changed": False, "effect_kind": "none",
+                "effect": "", "fetch": None, "after_flip": None, "old_reason": getattr(e, "reason", None),
+                "new_reason": None, "output": item.output}
+
+    def request_row(self, item: _Item, execs: dict) -> dict | None:
+        e: LlmCall = item.event
+        covered, schema = self.edits.request_match(e.step)
+        if not covered:
+            return None
+        row = self.base(item, "requestMatch")
+        row["forced"] = bool(e.forced_final)
+        row["old"] = None if e.forced_final else e.request_match == "retrieval"
+        if schema is None:
+            row.update(effect_kind=UNKNOWN, effect="the edited ladder has no retrieve on this step", changed=True)
+            return row
+        row["new"] = self.judge.matches("requestMatch", schema, e.output, row["old"])
+        row["flipped"] = row["old"] is not None and row["new"] != row["old"]
+        if row["flipped"] or self.detail == "all":
+            from ..engine.judging import judge_extraction
+            v = judge_extraction(_extract(e.output), schema, valid=row["new"], error=self.judge.error(schema, e.output))
+            row.update(extraction=v.judgement.extraction, form=v.judgement.form, new_reason=v.reason)
+            if row["flipped"]:
+                _flip_detail(row, v.judgement, e.verdict)
+                row["changed"] = True
+                after = self.after(item.where)
+                if after is None:
+                    eff = self.request_effect(item, v, execs)
+                    row.update(effect_kind=eff.kind, effect=eff.text, fetch=eff.fetch)
+        elif row["forced"] and row["new"]:
+            row["effect"] = "forced final call: its output is final whatever it matches"
+        return row
+
+    def request_effect(self, item: _Item, v, execs: dict) -> Effect:
+        e: LlmCall = item.event
+        ex = execs.get(item.where.execution, _Exec())
+        if not v.is_request:
+            later = [c.round for c in ex.calls if c.round > e.round]
+            text = f"the step would end at round {e.round}: this output becomes node {e.node}'s final answer"
+            if later:
+                text += (f"; round{'s' if len(later) > 1 else ''} {later[0]}"
+                         + (f"–{later[-1]}" if len(later) > 1 else "") + " would not be made")
+            return Effect("ends_step", text + "; " + after_final(self.edits.ladder, e.step, e.output))
+        seen = {f.path for c in ex.calls if c.round < e.round for f in (c.fetched or ()) if f.status == "fetched"}
+        rows, fetched = self.fetcher.fetch(e.step, v.request, seen, v.top_k)
+        max_rounds = self.edits.max_rounds(e.step)
+        nxt = "round {} would be {} (its output is unknown)".format(
+            e.round + 1, "the forced final call" if max_rounds is not None and e.round >= max_rounds
+            else "a new model call")
+        return Effect("new_request", f"this output would now be read as a request; {fetched}; {nxt}", rows)
+
+    def gate_row(self, item: _Item) -> dict | None:
+        e: Gate = item.event
+        covered, test, model = self.edits.gate(e.step)
+        if not covered:
+            return None
+        row = self.base(item, test[0] if test else e.condition)
+        row["old"] = e.matched
+        if item.output is None:
+            row.update(effect_kind=UNKNOWN, effect="the output this gate judged is not in the trace")
+            return row
+        if test is None:
+            kind, words = ("continue", "the edited ladder has no gate here: the node continues")
+            row.update(changed=e.action != "continue" or e.jump is not None)
+        else:
+            row["new"] = self.judge.matches(test[0], test[1], item.output, row["old"])
+            row["flipped"] = row["new"] != row["old"]
+            branch = "then" if row["new"] else "else"
+            action = (model.then if row["new"] else model.else_) if model is not None else None
+            if action is None and not row["flipped"]:
+                kind, words = e.action, f"would take {branch} → {e.action}" + (f" {e.jump}" if e.jump else "")
+            else:
+                kind, words = describe_action(action, branch)
+            same = action is not None and action.kind == e.action and action.jump == e.jump
+            row["changed"] = row["flipped"] and not same or (action is not None and not same)
+            if row["flipped"] or self.detail == "all":
+                new_j, why = self._json_judgement(test, item.output, row["new"])
+                row["new_reason"] = why
+                row["extraction"] = new_j.extraction
+                if row["flipped"]:
+                    _flip_detail(row, new_j, e.verdict)
+        if row["changed"]:
+            after = self.after(item.where)
+            if after is None:
+                row.update(effect_kind=kind, effect=f"the gate {words} (recorded: {e.branch} → {e.action})")
+        return row
+
+    def _json_judgement(self, test: tuple[str, Any], output: str, valid: bool | None = None):
+        from ..engine.judging import judge_equals, judge_json_extraction
+        if test[0] == "equals":
+            return judge_equals(output, str(test[1]))
+        j, why, _ = judge_json_extraction(_extract(output), test[1], test[0], valid=valid,
+                                          error=self.judge.error(test[1], output))
+        return j, why
+
+    def write_row(self, item: _Item) -> dict | None:
+        e: Write = item.event
+        covered, schema, fld = self.edits.write_match(e.step)
+        if not covered:
+            return None
+        row = self.base(item, "match")
+        row["old"] = _old_write(e)
+        aborted = (e.reason or "").startswith("the step aborted")
+        if item.output is None or schema is None:
+            row.update(effect_kind=UNKNOWN, effect="the output this write judged is not in the trace"
+                       if item.output is None else "the edited ladder has no slateWrite on this step")
+            row["changed"] = schema is None and e.status == "written"
+            return row
+        row["new"] = self.judge.matches("match", schema, item.output, row["old"])
+        row["flipped"] = row["old"] is not None and row["new"] != row["old"]
+        if row["flipped"] or self.detail == "all":
+            from ..engine.judging import judge_json_extraction
+            j, why, value = judge_json_extraction(_extract(item.output), schema, "match", valid=row["new"],
+                                                  error=self.judge.error(schema, item.output))
+            row.update(new_reason=why, extraction=j.extraction)
+            if row["flipped"]:
+                _flip_detail(row, j, e.verdict)
+            if row["new"] and fld is not None and (not isinstance(value, dict) or fld not in value):
+                row["new_reason"] = f'the matched JSON has no field "{fld}"'
+        if row["flipped"] and not aborted:
+            row["changed"] = True
+            if self.after(item.where) is None:
+                made = row["new"] and not (row["new_reason"] or "").startswith("the matched JSON has no field")
+                row.update(effect_kind="write" if made else "skip_write",
+                           effect=f"the write to {e.target} ({e.policy}) would now be "
+                                  + ("made" if made else f"skipped: {row['new_reason']}"))
+        elif row["flipped"]:
+            row["effect"] = "the step aborted: no write either way"
+        return row
+
+    def run(self, items: list[_Item], execs: dict, step: str | None) -> list[dict]:
+        rows = []
+        for item in items:
+            if item.kind == "end":
+                self.end_step(item.where)
+                continue
+            if item.kind == "requestMatch":
+                row = self.request_row(item, execs)
+            elif item.kind == "gate":
+                row = self.gate_row(item)
+            else:
+                row = self.write_row(item)
+            if row is None:
+                continue
+            after = self.after(item.where)
+            row["after_flip"] = after
+            if after is not None and row["changed"]:
+                row.update(effect_kind=UNKNOWN, effect=f"after the flip at #{after}, what happens here is unknown")
+            if row["changed"]:
+                self.note_change(item.where, item.event.seq)
+            if step is None or item.where.step == step:
+                rows.append(row)
+        return rows
+
+
+def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *, step: str | None = None,
+                 slates: dict[str, str | Path] | None = None, detail: str = "flips") -> list[dict]:
+    """`rejudge` as a list of plain dicts (one per judged output, columns as in `COLUMNS`)."""
+    if detail not in ("flips", "all"):
+        raise ValueError('detail is "flips" (reasons and paths of the flips only) or "all"')
+    t = as_trace(trace)
+    items, execs = _collect(t)
+    return _Rejudge(ladder if isinstance(ladder, Edits) else Edits(ladder), slates, detail).run(items, execs, step)
+
+
+def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *, step: str | None = None,
+            slates: dict[str, str | Path] | None = None, detail: str = "flips"):
+    """Re-judge every recorded output of a run against an edited ladder (or `{step_id: schema}`), with no
+    model call: a pandas DataFrame of old and new verdicts, flips, their deciding keyword and paths, and
+    what each flip would change downstream ("unknown" where only the model could tell).
+
+    `slates` binds slate titles to folders for computing what a would-be request fetches (default: the
+    ladder's `path:`); `detail="all"` gives the new reason of every row, not only of the flips."""
+    import pandas as pd
+    return pd.DataFrame(rejudge_rows(trace, ladder, step=step, slates=slates, detail=detail), columns=list(COLUMNS))
+
+
+def _mark(v: bool | None) -> str:
+    return {True: "match", False: "no", None: "-"}[v]
+
+
+def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
+    """A readable table of re-judged rows (what `ladr-lab trace rejudge` prints)."""
+    flips = [r for r in rows if r["flipped"]]
+    changed = [r for r in rows if r["changed"]]
+    lines = [f"{len(rows)} verdict(s) re-judged, {len(flips)} flipped, {len(changed)} with a different outcome"]
+    shown = flips if flips_only else rows
+    if not shown:
+        return lines[0]
+    lines.append(f"{'#':>5}  {'where':<32} {'test':<12} {'old':>5} → {'new':<5}  why / effect")
+    for r in shown:
+        where = r["step"] + (f"/{r['node']}" if r["node"] is not None else "") + \
+            (f" r{r['round']}" if r["round"] is not None else "") + \
+            (f" it{r['iteration']}" if r["iteration"] != 1 else "")
+        if r["caller"]:
+            where = r["caller"] + " > " + where
+        old = "forced" if r["forced"] else _mark(r["old"])
+        mark = "⇄" if r["flipped"] else " "
+        lines.append(f"{r['seq']:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new']):<5}{mark} "
+                     + (f"{r['keyword']} at {r['schema_path'] or '/'} (instance {r['instance_path'] or '/'})"
+                        if r["keyword"] else "")
+                     + (f" [after the flip at #{r['after_flip']}]" if r["after_flip"] is not None else ""))
+        if r["effect"]:
+            lines.append(" " * 8 + "→ " + r["effect"])
+    return "\n".join(lines)
+
+
+__all__ = ["COLUMNS", "Edits", "format_rows", "rejudge", "rejudge_rows"]

@@ -1,0 +1,108 @@
+"""`ladr-lab trace rejudge | diff | prompt`: questions about recorded runs, answered without the model."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ._common import USAGE_ERROR, _kv
+
+
+def cmd_rejudge(a) -> int:
+    """Re-judge a trace (or every row of an evaluation folder) against an edited ladder; exit 1 if a verdict flips."""
+    from ..analysis import load_evaluation
+    from ..analysis.rejudge import Edits, format_rows, rejudge_rows
+    edits = Edits(a.ladder)
+    slates = _kv(a.slate, "--slate") or None
+    target = Path(a.trace)
+    if target.is_dir():
+        ev = load_evaluation(target)
+        if not ev.rows:
+            print(f"ladr-lab: {target} holds no evaluation results (results.jsonl)", file=sys.stderr)
+            return 1
+        rows = ev.rejudge_rows(edits, step=a.step, slates=slates)
+        flipping = [r for r in rows if r["flips"]]
+        if a.json:
+            print(json.dumps({"rows": len(rows), "flipping": len(flipping), "per_row": rows}, default=str))
+        else:
+            print(f"{len(flipping)} of {len(rows)} row(s) would flip under {a.ladder}")
+            for r in flipping:
+                print(f"  row {r['row']}: {r['flips']} flip(s), first {r['first_flip']}"
+                      + (f"\n      → {r['effect']}" if r["effect"] else ""))
+        return 1 if flipping else 0
+    rows = rejudge_rows(a.trace, edits, step=a.step, slates=slates)
+    if a.json:
+        print(json.dumps(rows, ensure_ascii=False, default=str))
+    else:
+        print(format_rows(rows))
+    return 1 if any(r["flipped"] for r in rows) else 0
+
+
+def cmd_diff(a) -> int:
+    """Compare two recorded runs; exit 0 when nothing diverges, 1 otherwise."""
+    from ..analysis import diff_runs
+    d = diff_runs(a.a, a.b)
+    if a.json:
+        print(json.dumps(d.to_dict(), ensure_ascii=False, default=str))
+    else:
+        print(d.format())
+    return 0 if d.identical else 1
+
+
+def cmd_prompt(a) -> int:
+    """Print one call's prompt as named sections, or (--diff) what changed since the round before."""
+    from ..analysis.positions import as_trace
+    from ..analysis.prompts import diff_prompts, format_diffs
+    trace = as_trace(a.trace)
+    try:
+        call = trace.call(a.step, a.node, a.round, a.iteration)
+    except KeyError as exc:
+        print(f"ladr-lab: {exc.args[0]}", file=sys.stderr)
+        return 1
+    if a.diff:
+        if a.round < 2:
+            print("ladr-lab: --diff compares with the round before: give --round 2 or more", file=sys.stderr)
+            return USAGE_ERROR
+        before = trace.call(a.step, a.node, a.round - 1, a.iteration)
+        diffs = diff_prompts(before, call, f"round {a.round - 1}", f"round {a.round}")
+        if a.json:
+            print(json.dumps([d.to_dict() for d in diffs], ensure_ascii=False))
+        else:
+            print(format_diffs(diffs))
+        return 0
+    sections = call.prompt_sections()
+    if a.json:
+        print(json.dumps([{"kind": s.kind, "name": s.name, "text": s.text} for s in sections], ensure_ascii=False))
+    else:
+        for s in sections:
+            print(f"── {s.kind}: {s.name} ({len(s.text)} chars)")
+            print(s.text)
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Register `trace` and its subcommands."""
+    t = sub.add_parser("trace", help="re-judge, diff or inspect recorded runs without calling the model")
+    tsub = t.add_subparsers(dest="trace_cmd", required=True)
+    r = tsub.add_parser("rejudge", help="re-judge a trace (or an eval folder) against an edited ladder")
+    r.add_argument("trace", help="a JSONL trace, or the --out folder of ladr-lab eval")
+    r.add_argument("--ladder", required=True, metavar="EDITED.yaml")
+    r.add_argument("--step", metavar="ID", help="only this step's verdicts")
+    r.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR",
+                   help="bind a slate to compute what a would-be request fetches (default: the ladder's path)")
+    r.add_argument("--json", action="store_true", help="print the rows as JSON")
+    r.set_defaults(fn=cmd_rejudge)
+    d = tsub.add_parser("diff", help="compare two recorded runs")
+    d.add_argument("a")
+    d.add_argument("b")
+    d.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    d.set_defaults(fn=cmd_diff)
+    p = tsub.add_parser("prompt", help="a call's prompt as named sections, or its diff from the round before")
+    p.add_argument("trace")
+    p.add_argument("--step", required=True, metavar="ID")
+    p.add_argument("--node", type=int, default=1, metavar="N")
+    p.add_argument("--round", type=int, default=1, metavar="R")
+    p.add_argument("--iteration", type=int, default=1, metavar="I")
+    p.add_argument("--diff", action="store_true", help="what changed since round R-1, section by section")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(fn=cmd_prompt)

@@ -1,0 +1,155 @@
+"""Lint: each pitfall of seed 001 found on a ladder built to show it, and nothing on the examples."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ladr_lab import Run, ScriptedModel, lint
+from tests.conftest import FULL_REQUEST, SLATES_YAML
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RETRIEVE = """
+  - id: %(id)s
+    nodes: %(nodes)s
+    fields:
+      - { name: Question, type: text, from: input.context }
+%(index)s
+    retrieve:
+      to: { slate: Knowledge, folder: docs }
+      as: Docs
+      maxRounds: %(rounds)s
+      requestMatch: %(schema)s
+"""
+INDEX = "      - { name: FileIndex, type: slateRead, from: { slate: Knowledge, folder: docs, metatag: index } }"
+
+
+def ladder_text(*steps: dict, budget: str = "{ maxLlmCalls: 40 }") -> str:
+    body = "".join(RETRIEVE % {"id": "research", "nodes": 1, "index": INDEX, "rounds": 3,
+                               "schema": json.dumps(FULL_REQUEST), **s} for s in steps)
+    return f"name: t\nexecutionBudget: {budget}\n" + SLATES_YAML + "steps:\n" + body
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "l.yaml"
+    p.write_text(text)
+    return p
+
+
+def codes(report) -> list[str]:
+    return sorted({f.code for f in report.findings})
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_the_examples_avoid_every_pitfall(path):
+    report = lint(path)
+    assert report.ok and report.findings == [], report.format()
+
+
+def test_a_careful_ladder_is_clean(tmp_path):
+    assert lint(write(tmp_path, ladder_text({}))).findings == []
+
+
+@pytest.mark.parametrize("schema, why", [
+    ({"type": "object", "properties": {"request": {"type": "object"}}}, "has no `required`"),
+    ({"type": "object", "required": [], "properties": {"request": {"type": "object"}}}, "has no `required`"),
+    ({"anyOf": [{"required": ["request"]}, {"type": "object"}]}, "any JSON object matches"),
+    ({"type": "object", "required": ["answer"]}, "final-looking object"),
+])
+def test_a_loose_request_match_is_found_statically(tmp_path, schema, why):
+    text = ladder_text({"schema": json.dumps(schema)})
+    report = lint(write(tmp_path, text))
+    (f,) = report.findings
+    assert (f.code, f.step, f.severity) == ("loose-request-match", "research", "warning")
+    line = next(n for n, ln in enumerate(text.splitlines(), 1) if "requestMatch:" in ln)
+    assert why in f.message and "required: [request]" in f.fix and f.line == line
+
+
+def test_a_retrieve_step_without_index_field(tmp_path):
+    report = lint(write(tmp_path, ladder_text({"index": ""})))
+    assert codes(report) == ["no-index-field"] and "Knowledge/docs" in report.findings[0].message
+    tree = INDEX.replace("metatag: index", "metatag: tree, depth: 2")
+    assert lint(write(tmp_path, ladder_text({"index": tree}))).findings == []
+
+
+def test_max_rounds_high_and_fan_out_cost(tmp_path):
+    report = lint(write(tmp_path, ladder_text({"rounds": 20}, {"id": "fan", "nodes": 5, "rounds": 4},
+                                              budget="{ maxLlmCalls: 24 }")))
+    assert codes(report) == ["fan-out-cost", "max-rounds-high"]
+    assert [f.step for f in report.by_code("max-rounds-high")] == ["research"]
+    (fan,) = report.by_code("fan-out-cost")
+    assert fan.step == "fan" and "5 nodes × (maxRounds 4 + 1) = up to 25" in fan.message
+    unbounded = lint(write(tmp_path, ladder_text({"nodes": 3}, budget="{ maxSteps: 5 }")))
+    assert codes(unbounded) == ["fan-out-cost"] and "no executionBudget.maxLlmCalls" in unbounded.findings[0].message
+
+
+def test_schema_typos_are_lint_findings_too(tmp_path):
+    schema = dict(FULL_REQUEST, requried=["request"])
+    (f,) = lint(write(tmp_path, ladder_text({"schema": json.dumps(schema)}))).findings
+    assert f.code == "unknown-schema-keyword" and f.fix == 'write "required" instead of "requried"'
+
+
+def test_an_invalid_ladder_reports_its_errors(tmp_path):
+    report = lint(write(tmp_path, ladder_text({"rounds": 0})))
+    assert not report.ok and report.findings == [] and [p.rule for p in report.problems] == ["max-rounds"]
+    assert not lint(tmp_path / "missing.yaml").ok
+
+
+# ---- from traces --------------------------------------------------------------------------------------
+def traced(tmp_path: Path, slates, text: str, script: dict, name: str = "t.jsonl") -> Path:
+    lad = write(tmp_path, text)
+    out = tmp_path / name
+    Run(lad, model=ScriptedModel(script), input="q", slates=slates, trace_out=out).run()
+    return out
+
+
+def req(*files: str) -> str:
+    return json.dumps({"request": {"files": list(files)}})
+
+
+def test_a_final_answer_taken_as_request_and_a_forced_final_that_still_matched(tmp_path, slates):
+    loose = {"type": "object", "properties": {"request": {"type": "object"}}}
+    text = ladder_text({"schema": json.dumps(loose), "rounds": 2})
+    t = traced(tmp_path, slates, text, {"research": ['{"answer": "A"}', req("core.md"), '{"answer": "B"}']})
+    report = lint(write(tmp_path, text), [t])
+    taken = report.by_code("final-taken-as-request")[0]
+    assert [(e["seq"], e["round"]) for e in taken.evidence] == [(2, 1)] and taken.evidence[0]["trace"] == str(t)
+    assert [e["round"] for e in report.by_code("forced-final-matched")[0].evidence] == [3]
+    assert [e["round"] for e in report.by_code("max-rounds-low")[0].evidence] == [3]
+    assert "#2 (node 1, round 1)" in taken.format()
+
+
+def test_a_request_match_the_model_never_satisfies(tmp_path, slates):
+    text = ladder_text({})
+    t = traced(tmp_path, slates, text, {"research": ['{"request": {"file": ["core.md"]}}']})
+    (f,) = [f for f in lint(write(tmp_path, text), [t]).findings]
+    assert f.code == "request-never-matches" and "the step never retrieved" in f.message
+    assert "`additionalProperties` at /properties/request" in f.message and f.evidence[0]["round"] == 1
+
+
+def test_rounds_that_brought_nothing_new(tmp_path, slates):
+    text = ladder_text({})
+    t = traced(tmp_path, slates, text, {"research": [req("core.md"), req("core.md", "nope.md"), "done"]})
+    (f,) = lint(write(tmp_path, text), [t]).findings
+    assert f.code == "rounds-nothing-new" and [e["round"] for e in f.evidence] == [2]
+    assert f.evidence[0]["statuses"] == ["already_in_context", "not_found"]
+
+
+def test_max_rounds_unused_across_traces(tmp_path, slates):
+    text = ladder_text({"rounds": 6})
+    t1 = traced(tmp_path, slates, text, {"research": [req("core.md"), "done"]}, "a.jsonl")
+    t2 = traced(tmp_path, slates, text, {"research": [req("faq.md"), req("glossary.md"), "done"]}, "b.jsonl")
+    report = lint(write(tmp_path, text), [t1, t2])
+    (f,) = report.findings
+    assert (f.code, f.severity) == ("max-rounds-unused", "info") and "at most 2 of maxRounds 6" in f.message
+    assert "lower retrieve.maxRounds to 3" in f.fix and report.ok    # info does not fail lint
+
+
+def test_a_run_that_hit_the_budget(tmp_path, slates):
+    text = ladder_text({"nodes": 2, "rounds": 1}, budget="{ maxLlmCalls: 3 }")
+    t = traced(tmp_path, slates, text, {"research": [req("core.md"), req("faq.md"), "a", "b"]})
+    report = lint(write(tmp_path, text), [t])
+    assert "budget-exhausted" in codes(report) and "fan-out-cost" in codes(report)
+    assert report.by_code("budget-exhausted")[0].evidence[0]["llm_calls"] == 3
