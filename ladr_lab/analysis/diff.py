@@ -26,6 +26,7 @@ def _items(trace: Trace) -> list[tuple[tuple, Where, Any]]:
     for w, e in iter_located(trace.events):
         if w is None:
             continue
+        key: tuple
         if isinstance(e, LlmCall):
             key = ("call", w.caller, w.step, w.iteration, w.node, w.round)
         elif isinstance(e, Gate):

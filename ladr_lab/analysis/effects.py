@@ -90,14 +90,15 @@ class Fetcher:
 
     def folder(self, step_id: str):
         """The retrieve folder of a step, or (None, why not)."""
-        step = self.ladder.step(step_id) if self.ladder is not None else None
-        if step is None or step.retrieve is None:
+        ladder = self.ladder
+        step = ladder.step(step_id) if ladder is not None else None
+        if ladder is None or step is None or step.retrieve is None:
             return None, "the edited ladder is needed to know the step's retrieve folder"
         r = step.retrieve
         if r.slate in self._failed:
             return None, self._failed[r.slate]
-        decl = self.ladder.slate(r.slate)
-        where = self.slates.get(r.slate) or (self.ladder.base_dir / decl.path if decl and decl.path else None)
+        decl = ladder.slate(r.slate)
+        where = self.slates.get(r.slate) or (ladder.base_dir / decl.path if decl and decl.path else None)
         if where is None or not Path(where).is_dir():
             why = f'slate "{r.slate}" is not bound to an existing folder (pass slates={{"{r.slate}": DIR}})'
             self._failed[r.slate] = why

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config.model import Ladder
+from ..config.model import Ladder, Step
 from ..engine.judging import judge
 from ..engine.retrieve import MODES
 from ..errors import ConfigError
@@ -116,7 +116,7 @@ class LintReport:
             return "\n".join(p.format() for p in self.problems) + \
                 f"\n{len(self.problems)} error(s): fix them first (ladr-lab validate)"
         lines = [f.format() for f in self.findings]
-        counts = defaultdict(int)
+        counts: defaultdict[str, int] = defaultdict(int)
         for f in self.findings:
             counts[f.severity] += 1
         summary = ", ".join(f"{counts[s]} {s}(s)" for s in SEVERITIES if counts[s]) or "nothing found"
@@ -160,7 +160,7 @@ def _names_mode(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
     inner = value.get("request") if isinstance(value.get("request"), dict) else value
-    return any(m in inner for m in MODES)
+    return isinstance(inner, dict) and any(m in inner for m in MODES)
 
 
 def _request_like(value: Any) -> bool:
@@ -279,8 +279,8 @@ class _TraceLint:
                                f"{len(self.runs_exhausted)} run(s) stopped at executionBudget.maxLlmCalls ({cap})",
                                FIXES["fan-out-cost"], self.runs_exhausted))
         for f in out:
-            step = self.ladder.step(f.step) if f.step else None
-            lc = self.ladder.positions.of(step.path) if step is not None and self.ladder.positions else None
+            at: Step | None = self.ladder.step(f.step) if f.step else None
+            lc = self.ladder.positions.of(at.path) if at is not None and self.ladder.positions else None
             f.file = self.ladder.file
             if lc:
                 f.line, f.column = lc

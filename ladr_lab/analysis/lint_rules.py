@@ -92,7 +92,7 @@ def _no_index(site: Site) -> Iterator[ConfigError]:
     if not isinstance(to, dict):
         return
     fields = site.raw.get("fields") if isinstance(site.raw.get("fields"), list) else []
-    if not any(_reads_index(f, to.get("slate"), to.get("folder")) for f in fields):
+    if not any(_reads_index(f, str(to.get("slate")), str(to.get("folder"))) for f in fields):
         yield problem(f'a retrieve step without a field reading the index or tree of {to.get("slate")}/'
                       f'{to.get("folder")}: the model cannot see what exists, so its requests are blind guesses',
                       at=("retrieve",), severity="warning")

@@ -77,7 +77,7 @@ def as_trace(trace: Trace | str | Path | Iterable[Any]) -> Trace:
             raise LadrError(f"trace {trace} is not JSONL: {exc}") from None
     t = Trace()
     for e in trace:
-        t.events.append(e if isinstance(e, Event) else Event.from_dict(e))
+        t.events.append(e if isinstance(e, Event) else Event.from_dict(e))  # type: ignore[arg-type]
     return t
 
 

@@ -317,14 +317,15 @@ class _Rejudge:
         return rows
 
 
-def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *, step: str | None = None,
-                 slates: dict[str, str | Path] | None = None, detail: str = "flips") -> list[dict]:
+def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping | Edits, *, step: str | None = None,
+                 slates: Mapping[str, str | Path] | None = None, detail: str = "flips") -> list[dict]:
     """`rejudge` as a list of plain dicts (one per judged output, columns as in `COLUMNS`)."""
     if detail not in ("flips", "all"):
         raise ValueError('detail is "flips" (reasons and paths of the flips only) or "all"')
     t = as_trace(trace)
     items, execs = _collect(t)
-    return _Rejudge(ladder if isinstance(ladder, Edits) else Edits(ladder), slates, detail).run(items, execs, step)
+    return _Rejudge(ladder if isinstance(ladder, Edits) else Edits(ladder), dict(slates or {}), detail).run(items, execs,
+                                                                                                   step)
 
 
 def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *, step: str | None = None,

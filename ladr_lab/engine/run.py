@@ -14,6 +14,7 @@ import time
 import traceback
 import uuid
 import warnings
+from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -77,7 +78,7 @@ class Run:
     round's retrieved block (see `engine.retrieve.Limits` for the defaults and why)."""
 
     def __init__(self, ladder: Ladder | str | Path, *, model: str | Model | None = None, input: str | None = None,
-                 inputs: dict | None = None, slates: dict[str, str | Path] | None = None,
+                 inputs: dict | None = None, slates: Mapping[str, str | Path] | None = None,
                  store: SlateStore | None = None, trace: Trace | None = None, trace_out: str | Path | None = None,
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  max_fetch_chars: int | None = None, max_round_chars: int | None = None) -> None:
@@ -126,7 +127,7 @@ class Run:
         self._started = False
 
     # ---- setup -----------------------------------------------------------------------------------------
-    def _bind_slates(self, overrides: dict[str, str | Path]) -> None:
+    def _bind_slates(self, overrides: Mapping[str, str | Path]) -> None:
         unknown = set(overrides) - {d.title for d in self.ladder.slates}
         if unknown:
             raise RunError(f'--slate names undeclared slate(s): {", ".join(sorted(unknown))}')
