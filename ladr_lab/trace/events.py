@@ -25,13 +25,38 @@ __all__ = [
 ]
 
 
+class _Record:
+    """A small typed record inside an event: `_ORDER` lists its keys as the trace writes them; the first
+    `_ALWAYS` are always written, the rest only when set; keys a reader does not know stay in `extra`."""
+
+    _ORDER: ClassVar[tuple[str, ...]] = ()
+    _ALWAYS: ClassVar[int] = 0
+    extra: Mapping[str, Any]
+
+    def to_dict(self) -> dict:
+        """The record as the trace writes it."""
+        d: dict[str, Any] = {k: getattr(self, k) for k in self._ORDER[: self._ALWAYS]}
+        for name in self._ORDER[self._ALWAYS:]:
+            value = getattr(self, name)
+            if value is not None:
+                d[name] = value
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Any:
+        """Read the record back from its dict form (a key missing from an older trace takes its default)."""
+        known = {k: v for k, v in data.items() if k in cls._ORDER}
+        return cls(**known, extra={k: v for k, v in data.items() if k not in cls._ORDER})  # type: ignore[call-arg]
+
+
 @dataclass(frozen=True, kw_only=True)
-class Fetched:
+class Fetched(_Record):
     """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
 
-    path: str                       # canonical folder-relative path (or the query label of a mode)
-    mode: str                       # files | subfolders | metatag | glob | similarTo
-    status: str                     # fetched | not_found | already_in_context | listed | no_match | left_out
+    path: str = ""                  # canonical folder-relative path (or the query label of a mode)
+    mode: str = ""                  # files | subfolders | metatag | glob | similarTo
+    status: str = ""                # fetched | not_found | already_in_context | listed | no_match | left_out
     chars: int = 0                  # characters delivered to the prompt
     score: float | None = None      # similarTo's cosine
     asked: str | None = None        # the path as the model wrote it, when it differs from `path`
@@ -42,27 +67,11 @@ class Fetched:
 
     _ORDER: ClassVar[tuple[str, ...]] = ("path", "mode", "status", "chars", "score", "asked", "note", "truncated",
                                          "total_bytes")
-
-    def to_dict(self) -> dict:
-        """The entry as the trace writes it (unset optional keys left out)."""
-        d: dict[str, Any] = {"path": self.path, "mode": self.mode, "status": self.status, "chars": self.chars}
-        for name in self._ORDER[4:]:
-            value = getattr(self, name)
-            if value is not None:
-                d[name] = value
-        d.update(self.extra)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Fetched:
-        """Read an entry back from its dict form."""
-        known = {k: v for k, v in data.items() if k in cls._ORDER}
-        extra = {k: v for k, v in data.items() if k not in cls._ORDER}
-        return cls(**known, extra=extra)
+    _ALWAYS: ClassVar[int] = 4
 
 
 @dataclass(frozen=True, kw_only=True)
-class Judgement:
+class Judgement(_Record):
     """Why an output was judged as it was, as data (the `reason` text says the same in words).
 
     `test` is what was applied: "requestMatch", "jsonMatches", "match" (slateWrite) or "equals".
@@ -72,8 +81,8 @@ class Judgement:
     holds it and `instance_path` the pointer of the offending value (`maxItems` at
     `/properties/request/properties/files`, instance `/request/files`)."""
 
-    test: str
-    matched: bool
+    test: str = ""
+    matched: bool = False
     extraction: str | None = None
     form: str | None = None
     keyword: str | None = None
@@ -84,24 +93,7 @@ class Judgement:
 
     _ORDER: ClassVar[tuple[str, ...]] = ("test", "matched", "extraction", "form", "keyword", "schema_path",
                                          "instance_path", "message")
-
-    def to_dict(self) -> dict:
-        """The judgement as the trace writes it (unset keys left out, `test` and `matched` always)."""
-        d: dict[str, Any] = {"test": self.test, "matched": self.matched}
-        for name in self._ORDER[2:]:
-            value = getattr(self, name)
-            if value is not None:
-                d[name] = value
-        d.update(self.extra)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Judgement:
-        """Read a judgement back from its dict form."""
-        known = {k: v for k, v in data.items() if k in cls._ORDER}
-        known.setdefault("test", "")
-        known.setdefault("matched", False)
-        return cls(**known, extra={k: v for k, v in data.items() if k not in cls._ORDER})
+    _ALWAYS: ClassVar[int] = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,7 +178,7 @@ class Event:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, (Fetched, Judgement)):
+    if isinstance(value, _Record):
         return value.to_dict()
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
