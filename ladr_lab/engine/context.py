@@ -92,6 +92,5 @@ class Executor:
 
     def with_state(self, state: RunState) -> Executor:
         """The same executor over another state (a group's branch)."""
-        x = Executor(self.ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
-                     models=self.models, state=state, limits=self.limits, depth=self.depth, caller=self.caller)
-        return x
+        return Executor(self.ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
+                        models=self.models, state=state, limits=self.limits, depth=self.depth, caller=self.caller)
