@@ -43,6 +43,10 @@ def cmd_run(a) -> int:
         if not (model or "").startswith("replay:"):
             return _fail(a, "--then goes with --model replay:TRACE (mixed replay)", 2)
     try:
+        knowledge = _knowledge(a.knowledge, a.run_dir)
+    except ValueError as exc:
+        return _fail(a, str(exc), 2)
+    try:
         if a.then:
             from ..models import ReplayModel
             path = Path(model.split(":", 1)[1])
@@ -50,10 +54,15 @@ def cmd_run(a) -> int:
                                 base_dir=ladder.base_dir)
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
-                  max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars)
+                  max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)
     except LadrError as exc:
         return _fail(a, str(exc), 1)
-    res = run.run()
+    try:
+        res = run.run()
+    finally:
+        for sources in knowledge.values():
+            for source in sources:
+                source.close()
     if a.json:
         print(json.dumps(res.to_dict(), ensure_ascii=False))
     else:
@@ -79,12 +88,41 @@ def add_parser(sub) -> None:
     r.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
     r.add_argument("--trace-out", metavar="FILE.jsonl")
     r.add_argument("--run-dir", metavar="DIR", help="write run files (seed 004 record format) here")
+    r.add_argument("--knowledge", action="append", default=[], metavar="STEP=RUN_DIR[,owner=A][,top_k=K]...",
+                   help="bind a run-file source to a step: its evidence becomes a prompt field (options: owner, "
+                        "top_k, name, scope=run|episode, mask)")
     r.add_argument("--max-fetch-chars", type=_positive, metavar="N",
                    help="cut one retrieved entry (or a slateRead file) at N characters (default 50,000)")
     r.add_argument("--max-round-chars", type=_positive, metavar="N",
                    help="bound one round's retrieved block to N characters (default 200,000)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
     r.set_defaults(fn=cmd_run)
+
+
+def _knowledge(items: list[str], run_dir: str | None) -> dict:
+    """`--knowledge STEP=RUN_DIR[,owner=A][,top_k=K][,name=F][,scope=run|episode][,mask]` -> {step: [source]}."""
+    from ..runfiles import RunFileSource
+    out: dict[str, list] = {}
+    for item in items:
+        step, sep, rest = item.partition("=")
+        if not sep or not step or not rest:
+            raise ValueError(f"--knowledge takes STEP=RUN_DIR[,owner=NAME][,top_k=K]... (got {item!r})")
+        folder, *opts = rest.split(",")
+        kw: dict = {"owner": step}
+        for opt in opts:
+            key, eq, value = opt.partition("=")
+            if key == "mask" and not eq:
+                kw["mask"] = True
+            elif key in ("owner", "name", "scope") and value:
+                kw[key] = value
+            elif key == "top_k" and value.isdigit() and int(value) > 0:
+                kw["top_k"] = int(value)
+            else:
+                raise ValueError(f"--knowledge: unknown or empty option {opt!r} (owner, top_k, name, scope, mask)")
+        if run_dir and Path(folder).resolve() == Path(run_dir).resolve():
+            Path(folder).mkdir(parents=True, exist_ok=True)   # the run is about to write there
+        out.setdefault(step, []).append(RunFileSource(folder, **kw))
+    return out
 
 
 def _positive(text: str) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..config.model import Ladder, Step
 from ..errors import BudgetExhausted
@@ -58,7 +60,8 @@ class Executor:
 
     def __init__(self, ladder: Ladder, *, store: SlateStore, trace: Trace, ledger: Ledger, model: Model,
                  models: dict[str, Model], state: RunState, limits: Limits, depth: int = 0,
-                 caller: tuple[str, ...] = ()) -> None:
+                 caller: tuple[str, ...] = (), knowledge: Mapping[str, Sequence[Any]] | None = None,
+                 run_files: Any = None) -> None:
         self.ladder = ladder
         self.store = store
         self.trace = trace
@@ -69,6 +72,8 @@ class Executor:
         self.limits = limits
         self.depth = depth
         self.caller = caller
+        self.knowledge = knowledge or {}     # step id -> knowledge sources bound at run time
+        self.run_files = run_files           # the run's RunFilesWriter, when it writes run files
 
     def emit(self, event: Event) -> Event:
         """Record an event, marked with this run's depth and callers when it is a child run."""
@@ -88,9 +93,11 @@ class Executor:
         """The executor of a `call` step's child run with input `text`, called from `label` ("step/node")."""
         return Executor(ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
                         models=self.models, state=RunState({"context": text}), limits=self.limits,
-                        depth=self.depth + 1, caller=(*self.caller, label))
+                        depth=self.depth + 1, caller=(*self.caller, label), knowledge=self.knowledge,
+                        run_files=self.run_files)
 
     def with_state(self, state: RunState) -> Executor:
         """The same executor over another state (a group's branch)."""
         return Executor(self.ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
-                        models=self.models, state=state, limits=self.limits, depth=self.depth, caller=self.caller)
+                        models=self.models, state=state, limits=self.limits, depth=self.depth, caller=self.caller,
+                        knowledge=self.knowledge, run_files=self.run_files)

@@ -11,6 +11,7 @@ from .calls import CallGen, CallRequest
 from .context import Executor
 from .gates import decide
 from .judging import judge
+from .knowledge import request_context
 from .prompt import FORCED_FINAL_LINE, assemble_blocks, render_block, render_field
 from .retrieve import fetch
 from .sources import resolve_field
@@ -51,6 +52,12 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
     blocks = [render_field(f.name, resolve_field(f, ctx, x.state, x.store, x.ladder.knobs, x.limits.entry_chars))
               for f in step.fields]
     parts: list[list] = [["field", f.name, len(b)] for f, b in zip(step.fields, blocks, strict=True)]
+    for source in x.knowledge.get(step.id, ()):
+        # a knowledge source bound at run time: its evidence for the step's question is one more field
+        episode, conversation = request_context(source, x.run_files, step.id, node, x.caller)
+        evidence = source.evidence("\n\n".join(blocks), episode=episode, conversation=conversation)
+        blocks.append(render_field(source.name, evidence))
+        parts.append(["knowledge", source.name, len(blocks[-1])])
     r = step.retrieve
     folder = x.store.slate(r.slate).folder(r.folder) if r else None
     seen: set[str] = set()

@@ -14,7 +14,7 @@ import time
 import traceback
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,6 +34,7 @@ from ..slate import SlateStore
 from ..trace import Event, InternalError, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
 from .context import Executor, Ledger
+from .knowledge import KnowledgeSource
 from .retrieve import Limits
 from .state import RunState
 from .steps import Abort, run_steps
@@ -81,7 +82,8 @@ class Run:
                  inputs: dict | None = None, slates: Mapping[str, str | Path] | None = None,
                  store: SlateStore | None = None, trace: Trace | None = None, trace_out: str | Path | None = None,
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
-                 max_fetch_chars: int | None = None, max_round_chars: int | None = None) -> None:
+                 max_fetch_chars: int | None = None, max_round_chars: int | None = None,
+                 knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None) -> None:
         if isinstance(ladder, (str, Path)):
             from ..config import load_ladder
             ladder = load_ladder(ladder)
@@ -105,9 +107,15 @@ class Run:
             self.trace.add_listener(tracer)
         self._bind_slates(slates or {})
         self.run_dir = Path(run_dir) if run_dir else None
+        self.run_files = None
         if self.run_dir is not None:
             from ..runfiles import RunFilesWriter
-            self.trace.add_listener(RunFilesWriter(self.run_dir))
+            self.run_files = RunFilesWriter(self.run_dir)
+            self.trace.add_listener(self.run_files)
+        self.knowledge = {sid: list(sources) for sid, sources in (knowledge or {}).items()}
+        unbound = sorted(set(self.knowledge) - {s.id for s in ladder.all_steps()})
+        if unbound:
+            raise RunError(f'knowledge is bound to unknown step(s): {", ".join(unbound)}')
         self.max_workers = max_workers
         defaults = Limits()
         self.limits = Limits(entry_chars=max_fetch_chars or defaults.entry_chars,
@@ -116,7 +124,8 @@ class Run:
         self._models: dict[str, Model] = {}
         self.state = RunState(self.inputs)
         self._x = Executor(ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
-                           models=self._models, state=self.state, limits=self.limits)
+                           models=self._models, state=self.state, limits=self.limits, knowledge=self.knowledge,
+                           run_files=self.run_files)
         self.status = "pending"
         self.output = ""
         self.error: str | None = None
