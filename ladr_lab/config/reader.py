@@ -250,6 +250,11 @@ def load_yaml(text: str, file: str | None = None) -> tuple[Any, Positions]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         col = mark.column + 1 if mark else None
+        if "maximum nesting depth" in str(exc.problem or ""):
+            # libyaml >= 0.2.5's scanner reads a flow collection's openers ahead of the events this reader
+            # counts, so its own nesting limit can fire first: it is the same problem
+            raise ConfigError(f"YAML nesting is deeper than {MAX_DEPTH} levels; a ladder never needs that many",
+                              file=file, line=line, column=col, rule="yaml-depth-limit") from None
         raise ConfigError(f"malformed YAML: {exc.problem or exc.context}", file=file, line=line, column=col,
                           rule="yaml-syntax") from None
     except yaml.reader.ReaderError as exc:
