@@ -217,10 +217,10 @@ class _Composer:
             top.value[top.key] = value
         top.has_key, top.skip = False, False
 
-    def compose(self, text: str) -> Any:
+    def compose(self, text: str, parser: Any = _Parser) -> Any:
         loader = yaml.SafeLoader("")  # only its resolver and scalar constructors are used
         first_doc: Any = None
-        for event in yaml.parse(text, Loader=_Parser):
+        for event in yaml.parse(text, Loader=parser):
             if isinstance(event, yaml.ScalarEvent):
                 self.scalar(event, loader)
             elif isinstance(event, yaml.SequenceStartEvent):
@@ -241,18 +241,21 @@ class _Composer:
         return self.root
 
 
-def load_yaml(text: str, file: str | None = None) -> tuple[Any, Positions]:
+def load_yaml(text: str, file: str | None = None, *, parser: Any = _Parser) -> tuple[Any, Positions]:
     """Parse YAML text into plain Python values plus a Positions table; bad YAML is a ConfigError."""
     comp = _Composer(file)
     try:
-        data = comp.compose(text)
+        data = comp.compose(text, parser)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         col = mark.column + 1 if mark else None
         if "maximum nesting depth" in str(exc.problem or ""):
-            # libyaml >= 0.2.5's scanner reads a flow collection's openers ahead of the events this reader
-            # counts, so its own nesting limit can fire first: it is the same problem
+            # libyaml's scanner reads a flow collection's openers ahead of the events counted here, so its own
+            # nesting limit (1,000 levels) can fire first. The text up to that point nests past this reader's
+            # limit too: the pure-Python parser over that prefix names the exact place, fast.
+            if parser is not yaml.SafeLoader and mark is not None:
+                load_yaml(text[: mark.index], file, parser=yaml.SafeLoader)
             raise ConfigError(f"YAML nesting is deeper than {MAX_DEPTH} levels; a ladder never needs that many",
                               file=file, line=line, column=col, rule="yaml-depth-limit") from None
         raise ConfigError(f"malformed YAML: {exc.problem or exc.context}", file=file, line=line, column=col,
