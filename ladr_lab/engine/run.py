@@ -142,6 +142,8 @@ class Run:
             raise RunError(f'--slate names undeclared slate(s): {", ".join(sorted(unknown))}')
         for decl in self.ladder.slates:
             where = overrides.get(decl.title)
+            if where is None and decl.title in self.store:
+                continue  # a store passed in (a notebook's warm one) keeps its binding
             if where is None:
                 if decl.path is None:
                     raise RunError(f'slate "{decl.title}" has no path: declare path: in the ladder or bind it with '

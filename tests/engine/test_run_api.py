@@ -267,3 +267,11 @@ def test_a_failed_model_call_keeps_its_call_and_cause(ladder, slates):
     assert isinstance(exc.__cause__, ConnectionError) and exc.call.step == "a" and exc.call.round == 1
     (err,) = run.trace.of_type("llm_error")
     assert "provider down" in err.error and err.messages[0]["role"] == "system"
+
+
+def test_a_shared_store_keeps_its_bindings_for_a_ladder_without_paths(ladder, slates):
+    lad = ladder("- id: a\n  fields: [{ name: I, type: slateRead, from: { slate: Knowledge, folder: docs, metatag: index } }]\n")
+    first = Run(lad, model=ScriptedModel(["x"]), slates=slates)
+    first.run()
+    again = Run(lad, model=ScriptedModel(["y"]), store=first.store)     # no slates=: the store's bindings stand
+    assert again.run().status == "completed" and "core.md" in again.trace.calls()[0].messages[1]["content"]
