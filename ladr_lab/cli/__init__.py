@@ -11,11 +11,11 @@ import os
 import sys
 
 from ..errors import ConfigError, LadrError
-from . import run, validate
+from . import run, serve, validate
 from ._common import _problems
 from .printer import RoundPrinter
 
-_COMMANDS = (validate, run)
+_COMMANDS = (validate, run, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
