@@ -48,7 +48,8 @@ def _pieces(text: str, max_chars: int) -> list[tuple[int, str]]:
         lead = len(para) - len(para.lstrip())
         para, start = para.strip(), start + lead
         while len(para) > max_chars:
-            cut = max(para.rfind(". ", 0, max_chars) + 1, para.rfind(" ", 0, max_chars))
+            sentence = para.rfind(". ", 0, max_chars)
+            cut = sentence + 1 if sentence >= max_chars // 2 else para.rfind(" ", 0, max_chars)
             if cut <= max_chars // 4:
                 cut = max_chars
             out.append((start, para[:cut].rstrip()))

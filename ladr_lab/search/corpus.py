@@ -31,6 +31,7 @@ from ladr_lab.search.similar import FolderVectors, folder_vectors
 from ladr_lab.search.sparse import SparseIndex, SparseView
 from ladr_lab.search.trust import assess
 from ladr_lab.slate import SYSTEM_METATAGS
+from ladr_lab.slate.cache import ReadOnlyDict
 from ladr_lab.slate.embed import l2_normalize
 from ladr_lab.slate.metatags import iso_utc
 
@@ -39,7 +40,7 @@ SYSTEM_FIELDS = {"slate": "string", "folder": "string", "path": "string", "size"
 EMBED_BATCH = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Doc:
     """One indexed file."""
 
@@ -53,6 +54,7 @@ class Doc:
     trust: dict
     citation: dict
     chunks: tuple = ()
+    frags: dict = field(default_factory=dict, repr=False)  # serialised hit parts, filled by the engine
 
     @property
     def folder_key(self) -> tuple[str, str]:
@@ -60,7 +62,7 @@ class Doc:
         return (self.slate, self.folder)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ChunkRec:
     """One indexed chunk of a document."""
 
@@ -70,6 +72,7 @@ class ChunkRec:
     text: str
     context: str
     trust: dict
+    frags: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -253,7 +256,8 @@ class Corpus:
             chunks = tuple(iter_chunks(text, title, self.chunk_chars))
         citation = {"source": st.slate, "uri": f"slate:{st.slate}/{st.name}/{rel}", "title": title,
                     "path": f"{st.name}/{rel}"}
-        return Doc(doc_id, st.slate, st.name, rel, text, title, meta, assess(text), citation, chunks)
+        return Doc(doc_id, st.slate, st.name, rel, text, title, meta, _public_trust(assess(text)),
+                   ReadOnlyDict(citation), chunks)
 
     def _meta(self, st: _FolderState, rel: str, user: dict, size: int, mtime: int) -> dict:
         meta = {k: v for k, v in user.items() if k not in SYSTEM_METATAGS}
@@ -261,7 +265,7 @@ class Corpus:
         created = st.folder.get_metatag(rel, "created")
         if created is not None:
             meta["created"] = created
-        return meta
+        return ReadOnlyDict(meta)
 
     def _with_meta(self, old: Doc, user: dict, st: _FolderState, rel: str, size: int, mtime: int) -> Doc:
         meta = self._meta(st, rel, user, size, mtime)
@@ -274,7 +278,7 @@ class Corpus:
             self._unindex_chunks(old)
         if not self.chunks_enabled or self._chunk_sparse is None:
             return
-        recs = [ChunkRec(f"{doc.id}#{c.index}", doc.id, c.index, c.text, c.context, assess(c.text))
+        recs = [ChunkRec(f"{doc.id}#{c.index}", doc.id, c.index, c.text, c.context, _public_trust(assess(c.text)))
                 for c in doc.chunks]
         for rec in recs:
             self._chunks[rec.id] = rec
@@ -320,6 +324,10 @@ class Corpus:
         """The kept snapshot versions, oldest first."""
         with self._lock:
             return list(self._snapshots)
+
+
+def _public_trust(t: dict) -> ReadOnlyDict:
+    return ReadOnlyDict(level=t["level"], score=t["score"], injectionSuspected=t["injectionSuspected"])
 
 
 def _user_meta(meta: dict) -> dict:

@@ -35,6 +35,7 @@ from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported
 from ladr_lab.search.filters import OPS, load_filter
 from ladr_lab.search.request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
 from ladr_lab.search.transform import apply_transform
+from ladr_lab.slate.cache import ReadOnlyDict
 
 Progress = Callable[[int, int, str, list | None], None]
 SPARSE_CONFIDENCE_HALF = 10.0
@@ -58,6 +59,38 @@ class SearchEngine(Protocol):
 
 class _Stages(dict):
     """Per-stage scores of one candidate (sparse, dense, fused, rerank, recency)."""
+
+
+_STAGE_NAMES = ("sparse", "dense", "fused", "rerank", "recency")
+_DYNAMIC_COUNT = 3  # score, confidence, scores (+ vector when asked); the rest is static
+
+
+def _num(v: Any) -> str:
+    f = float(v)
+    return repr(f) if f - f == 0.0 else "null"  # finite (inf - inf and nan - nan are nan)
+
+
+class Hit(dict):
+    """One hit: a plain dict of seed 002's Hit shape. Its unit-dependent parts (meta, citation, trust,
+    chunk) are shared, read-only structures; `to_json()` splices their cached JSON for speed."""
+
+    __slots__ = ("static_json",)
+
+    def to_json(self) -> str:
+        """The hit as compact JSON text (the same value `json.dumps` gives, produced faster). Valid
+        for hits as the engine returns them; a hit changed since falls back to `json.dumps`."""
+        fixed = getattr(self, "static_json", None)
+        if fixed is None or len(self) != _DYNAMIC_COUNT + ("vector" in self) + fixed[1]:
+            return json.dumps(self, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        score = _num(self["score"])
+        scores = ",".join(f'"{k}":{score if v == self["score"] else _num(v)}' for k, v in self["scores"].items())
+        vec = ""
+        if "vector" in self:
+            v = self["vector"]
+            vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
+        return (f'{{"score":{score},"confidence":{_num(self["confidence"])},"scores":{{{scores}}}'
+                f'{vec},{fixed[0][1:]}')
+
 
 
 class EmbeddedEngine:
@@ -402,42 +435,53 @@ class EmbeddedEngine:
     def _confidence(self, st: Mapping, mode: str, reranked: bool) -> float:
         if reranked and "rerank" in st:
             return round(fusion.sigmoid(st["rerank"]), 6)
-        sparse = st.get("sparse")
-        sconf = sparse / (sparse + SPARSE_CONFIDENCE_HALF) if sparse and sparse > 0 else 0.0
-        cos = st.get("dense", st.get("cosine"))
-        dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
+        sparse = st.get("sparse", 0.0)
+        sconf = sparse / (sparse + SPARSE_CONFIDENCE_HALF) if sparse > 0 else 0.0
         if mode == "sparse":
             return round(sconf, 6)
-        if mode == "dense":
-            return round(dconf, 6)
-        return round((sconf + dconf) / 2, 6)
+        cos = st.get("dense", st.get("cosine"))
+        dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
+        return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
+
+    def _static(self, snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str] | None:
+        """The parts of a hit that depend only on the unit (and includeText): a dict and its JSON, cached."""
+        doc = snap.doc_of(key)
+        if doc is None:
+            return None
+        rec = snap.chunks[key] if unit == "chunk" else doc
+        got = rec.frags.get(include_text)
+        if got is None:
+            static: dict[str, Any] = {"id": key}
+            if include_text:
+                static["text"] = rec.text
+            static.update(modality="text", unit=unit, level=0, meta=doc.meta, citation=doc.citation, trust=rec.trust)
+            if unit == "chunk":
+                static["chunk"] = ReadOnlyDict(docId=rec.doc_id, index=rec.index, context=rec.context)
+            got = (static, (json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":")), len(static)))
+            rec.frags[include_text] = got
+        return got
 
     def _hits(self, snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mode: str,
-              reranked: bool | None) -> list[dict]:
+              reranked: bool | None) -> list[Hit]:
         include_text = req["include_text"] if isinstance(req, dict) else req.include_text
         include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
         out = []
+        static = self._static
+        confidence = self._confidence
         for key, score in page:
-            st = stages.get(key, {})
-            doc = snap.doc_of(key)
-            if doc is None:
+            fixed = static(snap, key, unit, include_text)
+            if fixed is None:
                 continue
-            scores = {name: st[name] for name in ("sparse", "dense", "fused", "rerank", "recency") if name in st}
-            if "dense" not in scores and "cosine" in st:
-                scores["dense"] = st["cosine"]
-            hit: dict[str, Any] = {"id": key, "score": score,
-                                   "confidence": self._confidence(st, mode, bool(reranked))}
-            if unit == "chunk":
-                c = snap.chunks[key]
-                text, trust = c.text, c.trust
-                hit["chunk"] = {"docId": c.doc_id, "index": c.index, "context": c.context}
-            else:
-                text, trust = doc.text, doc.trust
-            if include_text:
-                hit["text"] = text
-            hit.update(modality="text", unit=unit, level=0, meta=doc.meta, scores=scores, citation=doc.citation,
-                       trust={"level": trust["level"], "score": trust["score"],
-                              "injectionSuspected": trust["injectionSuspected"]})
+            st = stages.get(key) or {}
+            scores = dict(st)
+            if "cosine" in scores:
+                cos = scores.pop("cosine")
+                scores.setdefault("dense", cos)
+            hit = Hit(fixed[0])
+            hit["score"] = float(score)
+            hit["confidence"] = confidence(st, mode, bool(reranked))
+            hit["scores"] = scores
+            hit.static_json = fixed[1]
             if include_vector:
                 hit["vector"] = self._vector(snap, key, unit)
             out.append(hit)

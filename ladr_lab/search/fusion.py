@@ -29,14 +29,16 @@ def rrf(lists: Mapping[str, Sequence[tuple[Any, float]]], k: int = RRF_K,
 
 def weighted(lists: Mapping[str, Sequence[tuple[Any, float]]],
              weights: Mapping[str, float] | None = None) -> list[tuple[Any, float]]:
-    """Weighted fusion of min-max normalised scores (a key missing from a list scores 0 there)."""
+    """Weighted fusion of normalised scores: each list is scaled to [0, 1] by `(s - lo) / (hi - lo)`
+    with `lo = min(0, lowest score)`, so the weakest positive candidate still counts; a key missing
+    from a list scores 0 there."""
     out: dict[Any, float] = {}
     for name, ranked in lists.items():
         if not ranked:
             continue
         w = 1.0 / len(lists) if weights is None else float(weights.get(name, 0.0))
         hi = max(s for _, s in ranked)
-        lo = min(s for _, s in ranked)
+        lo = min(0.0, min(s for _, s in ranked))
         span = hi - lo
         for key, s in ranked:
             norm = (s - lo) / span if span > 0 else 1.0

@@ -24,6 +24,7 @@ PATHS = ("/", "/rpc")
 class _Handler(BaseHTTPRequestHandler):
     server_version = "ladr-lab-serve"
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
     dispatcher: Dispatcher
     token: str | None
 
