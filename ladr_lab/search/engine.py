@@ -62,34 +62,11 @@ class _Stages(dict):
 
 
 _STAGE_NAMES = ("sparse", "dense", "fused", "rerank", "recency")
-_DYNAMIC_COUNT = 3  # score, confidence, scores (+ vector when asked); the rest is static
 
 
 def _num(v: Any) -> str:
     f = float(v)
     return repr(f) if f - f == 0.0 else "null"  # finite (inf - inf and nan - nan are nan)
-
-
-class Hit(dict):
-    """One hit: a plain dict of seed 002's Hit shape. Its unit-dependent parts (meta, citation, trust,
-    chunk) are shared, read-only structures; `to_json()` splices their cached JSON for speed."""
-
-    __slots__ = ("static_json",)
-
-    def to_json(self) -> str:
-        """The hit as compact JSON text (the same value `json.dumps` gives, produced faster). Valid
-        for hits as the engine returns them; a hit changed since falls back to `json.dumps`."""
-        fixed = getattr(self, "static_json", None)
-        if fixed is None or len(self) != _DYNAMIC_COUNT + ("vector" in self) + fixed[1]:
-            return json.dumps(self, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        score = _num(self["score"])
-        scores = ",".join(f'"{k}":{score if v == self["score"] else _num(v)}' for k, v in self["scores"].items())
-        vec = ""
-        if "vector" in self:
-            v = self["vector"]
-            vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
-        return (f'{{"score":{score},"confidence":{_num(self["confidence"])},"scores":{{{scores}}}'
-                f'{vec},{fixed[0][1:]}')
 
 
 
@@ -158,6 +135,13 @@ class EmbeddedEngine:
     # --- retrieve -------------------------------------------------------------------------------
     def retrieve(self, params: Mapping | RetrieveRequest, progress: Progress | None = None) -> dict:
         """Run the pipeline for one request (see the module docstring); raises SearchError subclasses."""
+        return self._retrieve(params, progress, as_json=False)  # type: ignore[return-value]
+
+    def retrieve_json(self, params: Mapping | RetrieveRequest, progress: Progress | None = None) -> str:
+        """`retrieve`, with the result as JSON text, made without building the hit dicts (for servers)."""
+        return self._retrieve(params, progress, as_json=True)  # type: ignore[return-value]
+
+    def _retrieve(self, params: Mapping | RetrieveRequest, progress: Progress | None, as_json: bool) -> dict | str:
         t0 = time.perf_counter()
         req = params if isinstance(params, RetrieveRequest) else load_request(dict(params))
         notes: list[str] = []
@@ -170,7 +154,7 @@ class EmbeddedEngine:
         for name in req.unknown:
             unsupported(f'unknown parameter "{name}"')
         if req.cursor is not None:
-            return self._next_page(req, t0, notes)
+            return self._next_page(req, t0, notes, as_json)
         mode = req.mode or ("hybrid" if "dense" in self.modes else "sparse")
         if mode not in self.modes:
             unsupported(f'mode "{mode}" is not offered (retrieve.modes: {", ".join(self.modes)}); served sparse')
@@ -256,11 +240,14 @@ class EmbeddedEngine:
         state = {"snap": snap.version, "ranked": ranked, "stages": stages, "unit": unit, "mode": mode,
                  "k": k, "token_budget": req.token_budget, "include_text": req.include_text,
                  "include_vector": req.include_vector, "session": req.session, "reranked": rerank is not None,
-                 "offset": len(page)}
+                 "offset": len(page), "as_json": as_json}
         result = self._result(snap, page, state, req, notes, t0, candidates=len(stages), reranked=reranked,
                               effective={"k": k, "candidateK": cand, **({"topN": top_n} if top_n else {})})
         if rewritten is not None:
-            result["rewrittenQuery"] = rewritten
+            if isinstance(result, str):
+                result = result[:-1] + ',"rewrittenQuery":' + json.dumps(rewritten, ensure_ascii=False) + "}"
+            else:
+                result["rewrittenQuery"] = rewritten
         if progress is not None:
             progress(total, total, "done", None)
         return result
@@ -457,15 +444,13 @@ class EmbeddedEngine:
             static.update(modality="text", unit=unit, level=0, meta=doc.meta, citation=doc.citation, trust=rec.trust)
             if unit == "chunk":
                 static["chunk"] = ReadOnlyDict(docId=rec.doc_id, index=rec.index, context=rec.context)
-            got = (static, (json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":")), len(static)))
+            got = (static, json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
             rec.frags[include_text] = got
         return got
 
-    def _hits(self, snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mode: str,
-              reranked: bool | None) -> list[Hit]:
-        include_text = req["include_text"] if isinstance(req, dict) else req.include_text
-        include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
-        out = []
+    def _rows(self, snap: Snapshot, page: list, unit: str, stages: dict, include_text: bool, mode: str,
+              reranked: bool | None):
+        """(static part, score, confidence, per-stage scores) for each hit of a page, in order."""
         static = self._static
         confidence = self._confidence
         for key, score in page:
@@ -477,36 +462,64 @@ class EmbeddedEngine:
             if "cosine" in scores:
                 cos = scores.pop("cosine")
                 scores.setdefault("dense", cos)
-            hit = Hit(fixed[0])
-            hit["score"] = float(score)
-            hit["confidence"] = confidence(st, mode, bool(reranked))
-            hit["scores"] = scores
-            hit.static_json = fixed[1]
+            yield key, fixed, float(score), confidence(st, mode, bool(reranked)), scores
+
+    def _hits(self, snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mode: str,
+              reranked: bool | None) -> list[dict]:
+        include_text = req["include_text"] if isinstance(req, dict) else req.include_text
+        include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
+        out = []
+        for key, fixed, score, conf, scores in self._rows(snap, page, unit, stages, include_text, mode, reranked):
+            hit = dict(fixed[0])
+            hit.update(score=score, confidence=conf, scores=scores)
             if include_vector:
                 hit["vector"] = self._vector(snap, key, unit)
             out.append(hit)
         return out
 
+    def _hits_json(self, snap: Snapshot, page: list, unit: str, stages: dict, state: dict) -> tuple[str, list[str]]:
+        """The same hits as `_hits`, as a JSON array text (no dicts built: the server's fast path)."""
+        parts, keys = [], []
+        include_vector = state["include_vector"]
+        for key, fixed, score, conf, scores in self._rows(snap, page, unit, stages, state["include_text"],
+                                                           state["mode"], state["reranked"]):
+            r = _num(score)
+            sc = ",".join(f'"{k}":{r if v == score else _num(v)}' for k, v in scores.items())
+            vec = ""
+            if include_vector:
+                v = self._vector(snap, key, unit)
+                vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
+            parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[1][1:]}')
+            keys.append(key)
+        return "[" + ",".join(parts) + "]", keys
+
     def _result(self, snap: Snapshot, page: list, state: dict, req: Any, notes: list, t0: float, *,
-                candidates: int, reranked: int, effective: dict) -> dict:
-        hits = self._hits(snap, page, state["unit"], state["stages"], state, state["mode"], state["reranked"])
+                candidates: int, reranked: int, effective: dict) -> dict | str:
+        unit = state["unit"]
+        if state.get("as_json"):
+            hits_json, keys = self._hits_json(snap, page, unit, state["stages"], state)
+        else:
+            hits = self._hits(snap, page, unit, state["stages"], state, state["mode"], state["reranked"])
+            keys = [h["id"] for h in hits]
         if state["session"] is not None:
             seen = self._seen(state["session"])
             if len(seen) < MAX_SESSION_IDS:
-                seen.update(h["id"] for h in hits)
-        result: dict[str, Any] = {"hits": hits, "indexVersion": snap.version}
+                seen.update(keys)
+        result: dict[str, Any] = {"indexVersion": snap.version}
         if state["offset"] < len(state["ranked"]):
             result["nextCursor"] = self._save_cursor(state)
         usage: dict[str, Any] = {"candidates": candidates, "reranked": reranked,
                                  "latencyMs": round((time.perf_counter() - t0) * 1000, 3),
-                                 "returned": len(hits), "effective": effective, "mode": state["mode"],
-                                 "unit": state["unit"]}
+                                 "returned": len(keys), "effective": effective, "mode": state["mode"], "unit": unit}
         if state["token_budget"] is not None:
-            usage["tokens"] = sum(estimate_tokens(self._text(snap, h["id"], state["unit"])) for h in hits)
+            usage["tokens"] = sum(estimate_tokens(self._text(snap, key, unit)) for key in keys)
         if notes:
             usage["notes"] = notes
         result["usage"] = usage
-        return result
+        if state.get("as_json"):
+            rest = json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            return '{"hits":' + hits_json + "," + rest[1:]
+        return {"hits": hits, **result}
 
     def _save_cursor(self, state: dict) -> str:
         with self._lock:
@@ -518,13 +531,13 @@ class EmbeddedEngine:
                 self._cursors.popitem(last=False)
         return token
 
-    def _next_page(self, req: RetrieveRequest, t0: float, notes: list) -> dict:
+    def _next_page(self, req: RetrieveRequest, t0: float, notes: list, as_json: bool) -> dict | str:
         with self._lock:
             state = self._cursors.get(req.cursor or "")
         if state is None:
             raise InvalidRequestParams(f'cursor "{req.cursor}" is unknown or expired')
         snap = self.corpus.snapshot(state["snap"])
-        state = dict(state)
+        state = dict(state, as_json=as_json)
         ranked = state["ranked"]
         if state["session"] is not None:
             seen = self._seen(state["session"])

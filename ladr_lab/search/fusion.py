@@ -6,7 +6,7 @@ by key, so identical inputs give identical outputs (the `seed` guarantee needs n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 RRF_K = 60

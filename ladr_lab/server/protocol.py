@@ -62,21 +62,6 @@ def to_json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def encode(msg: Any) -> str:
-    """A response (or batch of them) as JSON text; `retrieve` results take a fast path that splices
-    each hit's cached JSON (the result is the same JSON value `to_json` gives)."""
-    if isinstance(msg, list):
-        return "[" + ",".join(encode(m) for m in msg) + "]"
-    result = msg.get("result") if isinstance(msg, dict) else None
-    hits = result.get("hits") if isinstance(result, dict) else None
-    if not isinstance(hits, list) or not all(hasattr(h, "to_json") for h in hits):
-        return to_json(msg)
-    rest = {k: v for k, v in result.items() if k != "hits"}
-    tail = to_json(rest)[1:]
-    body = '{"hits":[' + ",".join(h.to_json() for h in hits) + "]" + ("," + tail if tail != "}" else "}")
-    return '{"jsonrpc":"2.0","id":' + to_json(msg.get("id")) + ',"result":' + body + "}"
-
-
 class Dispatcher:
     """Answers JSON-RPC messages with a SearchEngine (see the module docstring)."""
 
@@ -97,7 +82,7 @@ class Dispatcher:
         if out is None:
             return None
         try:
-            return encode(out)
+            return _encode(out)
         except (TypeError, ValueError, RecursionError) as exc:  # a result that is not JSON: our bug, not theirs
             return to_json(error_response(None, INTERNAL_ERROR, f"Internal error: unserialisable result ({exc})"))
 
@@ -165,9 +150,24 @@ class Dispatcher:
                     if hits is not None:
                         p["hits"] = hits
                     notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": p})
+            fast = getattr(self.engine, "retrieve_json", None)
+            if fast is not None:
+                return _Raw(fast(params if params is not None else {}, progress))
             return self.engine.retrieve(params if params is not None else {}, progress)
         raise _NoSuchMethod(method)
 
 
 class _NoSuchMethod(Exception):
     pass
+
+
+class _Raw(str):
+    """A result that is already JSON text (an engine's `retrieve_json`), spliced in as it is."""
+
+
+def _encode(msg: Any) -> str:
+    if isinstance(msg, list):
+        return "[" + ",".join(_encode(m) for m in msg) + "]"
+    if isinstance(msg, dict) and isinstance(msg.get("result"), _Raw):
+        return '{"jsonrpc":"2.0","id":' + to_json(msg.get("id")) + ',"result":' + msg["result"] + "}"
+    return to_json(msg)

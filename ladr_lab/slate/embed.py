@@ -147,7 +147,9 @@ class SentenceTransformerEmbedder:
         except Exception as exc:  # the library raises many kinds; the user needs one clear message
             raise SlateError(f'could not load sentence-transformers model "{model}": {exc}') from exc
         self.name = f"st:{model}"
-        get_dim = getattr(self._model, "get_sentence_embedding_dimension", None)
+        # sentence-transformers 6 renamed the method (the old name warns); older releases have only the old one.
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension", None)
         self.dim = int(get_dim() or 0) if get_dim else 0
         self.max_chars = 20_000
 
