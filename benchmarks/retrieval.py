@@ -190,11 +190,11 @@ def _doc_ids(hits):
     return [h["id"].rsplit("/", 1)[-1].removesuffix(".txt") for h in hits]
 
 
-def server_run(slate_dir: Path, queries, embedder_name: str | None, mode: str, pipelined: bool = True):
+def start_server(slate_dir: Path, embedder_name: str | None, dense: bool):
     from ladr_lab.server import RetrieveClient
 
     cmd = [sys.executable, "-m", "ladr_lab", "serve", "--slate", f"SciFact={slate_dir}", "--stdio", "--no-chunks"]
-    if mode == "sparse":
+    if not dense:
         cmd.append("--no-dense")
     if embedder_name:
         cmd += ["--embedder", embedder_name]
@@ -202,29 +202,30 @@ def server_run(slate_dir: Path, queries, embedder_name: str | None, mode: str, p
     t = time.perf_counter()
     client = RetrieveClient.stdio(cmd, env=env)
     client.initialize()
-    build = time.perf_counter() - t
+    return client, time.perf_counter() - t
+
+
+def server_run(client, queries, mode: str):
+    """(results, q/s one request at a time, q/s pipelined) for one mode through a running stdio server."""
     params = {"k": K_EVAL, "mode": mode, "includeText": False}
     for _, q in queries[:5]:
         client.retrieve(q, **params)  # warm-up
     t = time.perf_counter()
     res = {qid: _doc_ids(client.retrieve(q, **params)["hits"]) for qid, q in queries}
     qps_seq = len(queries) / (time.perf_counter() - t)
-    qps_pipe = None
-    if pipelined:
-        proc = client._transport._proc  # the same server process: write everything, then read everything
-        lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "retrieve", "params": {"query": q, **params}})
-                 for i, (_, q) in enumerate(queries)]
-        t = time.perf_counter()
-        proc.stdin.write(("\n".join(lines) + "\n").encode())
-        proc.stdin.flush()
-        got = {}
-        while len(got) < len(lines):
-            msg = json.loads(proc.stdout.readline())
-            got[msg["id"]] = msg
-        qps_pipe = len(queries) / (time.perf_counter() - t)
-        assert all(_doc_ids(got[i]["result"]["hits"]) == res[qid] for i, (qid, _) in enumerate(queries))
-    client.close()
-    return res, build, qps_seq, qps_pipe
+    proc = client._transport._proc  # the same server process: write everything, then read everything
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "retrieve", "params": {"query": q, **params}})
+             for i, (_, q) in enumerate(queries)]
+    t = time.perf_counter()
+    proc.stdin.write(("\n".join(lines) + "\n").encode())
+    proc.stdin.flush()
+    got = {}
+    while len(got) < len(lines):
+        msg = json.loads(proc.stdout.readline())
+        got[msg["id"]] = msg
+    qps_pipe = len(queries) / (time.perf_counter() - t)
+    assert all(_doc_ids(got[i]["result"]["hits"]) == res[qid] for i, (qid, _) in enumerate(queries))
+    return res, qps_seq, qps_pipe
 
 
 def in_process(slate_dir: Path, queries, embedder_name: str | None, mode: str):
@@ -291,14 +292,22 @@ def beir(path: Path, embedder_name: str | None) -> dict:
         rows.append(row("raw numpy (dense)", dense_raw, qrels, b, q))
         rows.append(row("raw RRF (hybrid)", rrf_merge(sparse_raw, dense_raw), qrels, None, None))
         del embedder
-        for mode in ("sparse", "dense", "hybrid"):
-            print(f"server {mode} ...", flush=True)
-            res, b, qs, qp = server_run(slate_dir, queries, embedder_name, mode)
-            ip = in_process(slate_dir, queries, embedder_name, mode) if mode == "sparse" else None
-            hq = http_qps(slate_dir, queries, embedder_name, mode) if mode == "sparse" else None
+        print("server sparse ...", flush=True)
+        client, b = start_server(slate_dir, embedder_name, dense=False)
+        res, qs, qp = server_run(client, queries, "sparse")
+        client.close()
+        ip = in_process(slate_dir, queries, embedder_name, "sparse")
+        hq = http_qps(slate_dir, queries, embedder_name, "sparse")
+        raw_again = raw_tantivy(corpus, queries)[2]  # measured again after, so machine noise hits both sides
+        rows.append(row("server sparse (stdio)", res, qrels, b, qs, qps_pipelined=round(qp, 1),
+                        qps_in_process=round(ip, 1), qps_http=round(hq, 1), raw_qps_after=round(raw_again, 1)))
+        print("server dense + hybrid ...", flush=True)
+        client, b = start_server(slate_dir, embedder_name, dense=True)
+        for mode in ("dense", "hybrid"):
+            res, qs, qp = server_run(client, queries, mode)
             rows.append(row(f"server {mode} (stdio)", res, qrels, b, qs, qps_pipelined=round(qp, 1),
-                            qps_in_process=None if ip is None else round(ip, 1),
-                            qps_http=None if hq is None else round(hq, 1)))
+                            build_note="one server for dense and hybrid: its build indexes both"))
+        client.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"rows": rows, "documents": len(corpus), "queries": len(queries)}
@@ -445,9 +454,10 @@ def verdicts(out: dict) -> dict:
                                                     else "FAIL")
         raw = rows.get("raw tantivy (sparse)")
         if s and raw:
-            ratio = (s.get("qps_pipelined") or 0) / raw["qps"]
+            raw_qps = (raw["qps"] + s.get("raw_qps_after", raw["qps"])) / 2  # before and after the server runs
+            ratio = (s.get("qps_pipelined") or 0) / raw_qps
             v["server sparse q/s >= raw/1.3 (stdio, pipelined)"] = f"{'PASS' if ratio >= TARGETS['server_sparse_qps_ratio'] else 'FAIL'} ({ratio:.2f})"
-            ratio_seq = (s.get("qps") or 0) / raw["qps"]
+            ratio_seq = (s.get("qps") or 0) / raw_qps
             v["server sparse q/s >= raw/1.3 (stdio, one at a time)"] = f"{'PASS' if ratio_seq >= TARGETS['server_sparse_qps_ratio'] else 'FAIL'} ({ratio_seq:.2f})"
     if "similar" in out:
         sp = out["similar"]["warm_speedup"]

@@ -21,7 +21,7 @@ from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS = 1024
-HEAP_BYTES = 50_000_000
+HEAP_BYTES = 20_000_000  # tantivy wants at least 15 MB per writer thread
 
 
 def query_words(text: str) -> list[str]:

@@ -12,13 +12,11 @@ Keyword arguments are the protocol's parameters, in camelCase or snake_case (`ca
 """
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
 import os
 import subprocess
 import threading
-import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,6 +62,8 @@ class _Transport:
 
 class _HttpTransport(_Transport):
     def __init__(self, url: str, token: str | None, timeout: float) -> None:
+        import urllib.parse
+
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != "http":
             raise RetrieveError(f"only http:// URLs are supported (got {url!r})")
@@ -72,11 +72,13 @@ class _HttpTransport(_Transport):
         self._path = parts.path or "/"
         self._token = token
         self._timeout = timeout
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: Any = None
         self._lock = threading.Lock()
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> Any:
         if self._conn is None:
+            import http.client
+
             self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
         return self._conn
 
@@ -93,7 +95,7 @@ class _HttpTransport(_Transport):
                     conn.request("POST", self._path, body=payload.encode("utf-8"), headers=headers)
                     resp = conn.getresponse()
                     break
-                except (ConnectionError, http.client.HTTPException, OSError) as exc:
+                except (ConnectionError, OSError, _http_exception()) as exc:
                     conn.close()
                     self._conn = None
                     if attempt == 2:
@@ -121,6 +123,12 @@ class _HttpTransport(_Transport):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _http_exception() -> type:
+    import http.client
+
+    return http.client.HTTPException
 
 
 def _sse_events(resp: Any):
