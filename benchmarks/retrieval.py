@@ -157,9 +157,7 @@ def raw_dense(corpus, queries, embedder):
     t = time.perf_counter()
     limit = getattr(embedder, "max_chars", None)
     texts = [doc_text(d)[:limit] if limit else doc_text(d) for d in corpus]
-    vecs = []
-    for i in range(0, len(texts), 64):
-        vecs.extend(l2_normalize(list(v)) for v in embedder.embed(texts[i:i + 64]))
+    vecs = [l2_normalize(list(v)) for v in embedder.embed(texts)]  # one call: the model batches by length
     mat = np.asarray(vecs, dtype=np.float64)
     build = time.perf_counter() - t
     ids = [d["_id"] for d in corpus]

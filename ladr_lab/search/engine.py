@@ -478,18 +478,28 @@ class EmbeddedEngine:
         return out
 
     def _hits_json(self, snap: Snapshot, page: list, unit: str, stages: dict, state: dict) -> tuple[str, list[str]]:
-        """The same hits as `_hits`, as a JSON array text (no dicts built: the server's fast path)."""
+        """The same hits as `_hits`, as a JSON array text, built without dicts (the server's hot path)."""
         parts, keys = [], []
-        include_vector = state["include_vector"]
-        for key, fixed, score, conf, scores in self._rows(snap, page, unit, stages, state["include_text"],
-                                                           state["mode"], state["reranked"]):
+        include_text, include_vector = state["include_text"], state["include_vector"]
+        mode, reranked = state["mode"], bool(state["reranked"])
+        records = snap.chunks if unit == "chunk" else snap.docs
+        static, confidence = self._static, self._confidence
+        empty: dict = {}
+        for key, score in page:
+            rec = records.get(key)
+            if rec is None:
+                continue
+            fixed = rec.frags.get(include_text) or static(snap, key, unit, include_text)
+            st = stages.get(key, empty)
             r = _num(score)
-            sc = ",".join(f'"{k}":{r if v == score else _num(v)}' for k, v in scores.items())
+            sc = ",".join(f'"{"dense" if k == "cosine" else k}":{r if v == score else _num(v)}'
+                          for k, v in st.items() if k != "cosine" or "dense" not in st)
             vec = ""
             if include_vector:
                 v = self._vector(snap, key, unit)
                 vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
-            parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[1][1:]}')
+            parts.append(f'{{"score":{r},"confidence":{confidence(st, mode, reranked)!r},"scores":{{{sc}}}'
+                         f'{vec},{fixed[1][1:]}')
             keys.append(key)
         return "[" + ",".join(parts) + "]", keys
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ladr_lab.errors import SlateError
 from ladr_lab.slate.embed import Embedder, l2_normalize, nonzero
 
-BATCH = 64
+BATCH = 256  # files read and embedded per call (a model batches them by length inside)
 
 
 class VectorCache:
