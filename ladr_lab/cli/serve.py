@@ -47,6 +47,9 @@ def cmd_serve(a) -> int:
     version = engine.warm()
     docs = len(engine.corpus.snapshot(version).docs)
     print(f"ladr-lab serve: indexed {docs} documents (indexVersion {version})", file=sys.stderr, flush=True)
+    if not docs:
+        print("ladr-lab serve: note: a slate's documents are the files in its folders (its subdirectories); "
+              "files directly in a slate's directory are not served", file=sys.stderr, flush=True)
     dispatcher = Dispatcher(engine)
     if a.stdio:
         serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
