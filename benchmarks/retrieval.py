@@ -21,7 +21,7 @@ SciFact (../shared/bench/beir/scifact) is written into a temporary slate, one fi
 nDCG@10 and Recall@100 follow BEIR (pytrec_eval's definitions; qrels/test.tsv has CRLF endings);
 build time is from nothing to the first answer (the server's includes starting Python and loading
 the model); queries/s is over the 300 test queries. Results: benchmarks/results/retrieval.json
-(retrieval-<embedder>.json for a non-default embedder). Exits 0 with a message when the data is absent.
+(retrieval-beir.json / retrieval-similar.json when one part is skipped; -<embedder> for a non-default one). Exits 0 with a message when the data is absent.
 """
 from __future__ import annotations
 
@@ -432,8 +432,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, v in out["verdicts"].items():
         print(f"  {name}: {v}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "retrieval.json" if (embedder is None and a.embedder is None) or embedder == default_embedder() \
-        else f"retrieval-{(embedder or 'hashing').replace(':', '-').replace('/', '-')}.json"
+    parts = [] if not (a.skip_beir or a.skip_similar) else ["similar" if a.skip_beir else "beir"]
+    if "beir" in out and embedder != default_embedder():
+        parts.append((embedder or "hashing").replace(":", "-").replace("/", "-"))
+    name = "-".join(["retrieval", *parts]) + ".json"
     (RESULTS / name).write_text(json.dumps(out, indent=2) + "\n")
     print(f"\nsaved {RESULTS / name}")
     return 0

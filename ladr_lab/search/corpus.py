@@ -26,7 +26,7 @@ from ladr_lab.search.chunks import MAX_CHARS, iter_chunks, title_of
 from ladr_lab.search.dense import DenseIndex, DenseView
 from ladr_lab.search.errors import SnapshotGone
 from ladr_lab.search.filters import field_type
-from ladr_lab.search.folders import Watch, file_stats, vector_cache
+from ladr_lab.search.folders import FileStats, Watch, vector_cache
 from ladr_lab.search.similar import FolderVectors, folder_vectors
 from ladr_lab.search.sparse import SparseIndex, SparseView
 from ladr_lab.search.trust import assess
@@ -105,6 +105,7 @@ class _FolderState:
         self.name = name
         self.folder = folder
         self.watch = Watch(folder)
+        self.files = FileStats(folder)
         self.stats: dict[str, tuple[int, int]] = {}
         self.docs: dict[str, Doc] = {}
         self.vectors: FolderVectors = folder_vectors(folder)
@@ -212,8 +213,7 @@ class Corpus:
         return snap
 
     def _sync_folder(self, st: _FolderState) -> bool:
-        st.watch.mark()
-        listing = file_stats(st.folder)
+        listing = st.files.listing(st.watch.mark())
         try:
             tags = st.folder.metatags()
         except LadrError:

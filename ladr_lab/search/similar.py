@@ -13,7 +13,7 @@ import weakref
 from typing import Any
 
 from ladr_lab.search.dense import DenseIndex, DenseView
-from ladr_lab.search.folders import Watch, file_stats, vector_cache
+from ladr_lab.search.folders import FileStats, Watch, vector_cache
 
 
 class FolderVectors:
@@ -23,7 +23,8 @@ class FolderVectors:
         self.folder = folder
         self.index = DenseIndex()
         self._watch = Watch(folder)
-        self._stats: dict[str, tuple[int, int]] = {}
+        self._files = FileStats(folder)
+        self._last: set[tuple[str, int, int]] = set()
         self._lock = threading.Lock()
         self._view: DenseView | None = None
         self.syncs = 0   # how many times the folder was relisted (for tests and benchmarks)
@@ -33,23 +34,18 @@ class FolderVectors:
         with self._lock:
             if self._view is not None and not self._watch.moved():
                 return self._view
-            self._watch.mark()
-            listing = file_stats(self.folder)
-            vectors = vector_cache(self.folder).vectors_for(listing)
-            seen = set()
-            for rel, size, mtime in listing:
-                seen.add(rel)
-                if self._stats.get(rel) == (size, mtime) and rel in self.index:
-                    continue
+            listing = self._files.listing(self._watch.mark())
+            now = set(listing)
+            fresh = now - self._last          # new or changed files (set operations run in C)
+            gone = {rel for rel, _, _ in self._last - now} - {rel for rel, _, _ in fresh}
+            vectors = vector_cache(self.folder).vectors_for(sorted(fresh)) if fresh else {}
+            for rel, _, _ in fresh:
                 vec = vectors.get(rel)
                 if vec is None or not self.index.upsert(rel, vec):
                     self.index.delete(rel)
-                    self._stats.pop(rel, None)
-                else:
-                    self._stats[rel] = (size, mtime)
-            for rel in [r for r in self._stats if r not in seen]:
+            for rel in gone:
                 self.index.delete(rel)
-                del self._stats[rel]
+            self._last = now
             self.syncs += 1
             self._view = self.index.view()
             return self._view

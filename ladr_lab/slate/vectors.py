@@ -30,6 +30,7 @@ class VectorCache:
         self._vectors: dict[str, tuple[int, int, list[float]]] = {}
         self.active = False
         self.version = 0
+        self.cleared = 0   # how many times clear() ran (a refresh: everything must be looked at again)
 
     @property
     def embedder(self) -> Embedder:
@@ -119,3 +120,4 @@ class VectorCache:
         with self._lock:
             self._vectors.clear()
             self.version += 1
+            self.cleared += 1
