@@ -19,8 +19,8 @@ the two in hybrid mode (a signal that did not retrieve the hit counts 0 for spar
 """
 from __future__ import annotations
 
-import hashlib
 import json
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -55,10 +55,6 @@ class SearchEngine(Protocol):
     def retrieve(self, params: Mapping | RetrieveRequest, progress: Progress | None = None) -> dict:
         """Run one `retrieve` call; returns its JSON result (hits, usage, indexVersion, ...)."""
         ...
-
-
-class _Stages(dict):
-    """Per-stage scores of one candidate (sparse, dense, fused, rerank, recency)."""
 
 
 _STAGE_NAMES = ("sparse", "dense", "fused", "rerank", "recency")
@@ -208,7 +204,7 @@ class EmbeddedEngine:
         if transform is not None:
             queries, rewritten = apply_transform(self.transform_model, transform, req.query)
 
-        stages: dict[str, _Stages] = {}
+        stages: dict[str, dict] = {}  # per candidate: its score at each stage
         ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
         if progress is not None:
             progress(1, total, f"{mode} recall: {len(ranked)} candidates",
@@ -293,7 +289,7 @@ class EmbeddedEngine:
             lists: dict[str, list[tuple[str, float]]] = {}
             if mode in ("sparse", "hybrid"):
                 view = snap.chunk_sparse if unit == "chunk" else snap.sparse
-                lists["sparse"] = [(str(key), s) for key, s in view.search(q, cand, allowed)] if view else []
+                lists["sparse"] = view.search(q, cand, allowed) if view else []
             if mode in ("dense", "hybrid"):
                 from ladr_lab.slate.embed import l2_normalize
 
@@ -303,7 +299,11 @@ class EmbeddedEngine:
                     self._fill_dense(snap, qvec, unit, lists, stages)
             for name, ranked in lists.items():
                 for key, s in ranked:
-                    stages.setdefault(key, _Stages())[name] = s
+                    st = stages.get(key)
+                    if st is None:
+                        stages[key] = {name: s}
+                    else:
+                        st[name] = s
             if mode == "hybrid":
                 opts = fusion_opts or {"method": "rrf", "weights": None, "rrfK": None}
                 if opts["method"] == "weighted":
@@ -345,7 +345,7 @@ class EmbeddedEngine:
                     dots = view.dot(qvec, [d.rel for d in docs])
                     found.update({d.id: dots[d.rel] for d in docs if d.rel in dots})
         for key, cos in found.items():
-            stages.setdefault(key, _Stages())["cosine"] = cos
+            stages.setdefault(key, {})["cosine"] = cos
 
     def _vector(self, snap: Snapshot, key: str, unit: str) -> list[float] | None:
         if unit == "chunk":
@@ -532,11 +532,9 @@ class EmbeddedEngine:
         return {"hits": hits, **result}
 
     def _save_cursor(self, state: dict) -> str:
+        token = secrets.token_hex(12)
         with self._lock:
-            self._cursor_seq += 1
-            raw = f"{self._cursor_seq}:{state['snap']}:{state['offset']}"
-            token = hashlib.sha256(raw.encode()).hexdigest()[:24]
-            self._cursors[token] = dict(state)
+            self._cursors[token] = state  # never changed after this: a next page works on a copy
             while len(self._cursors) > MAX_CURSORS:
                 self._cursors.popitem(last=False)
         return token
@@ -583,7 +581,3 @@ def _timestamp(value: Any) -> float | None:
         return dt.timestamp()
     return None
 
-
-def fingerprint(params: Mapping) -> str:
-    """A stable digest of request params (for logs and tests)."""
-    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:16]

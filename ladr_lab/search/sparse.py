@@ -61,8 +61,22 @@ class SparseView:
             if allowed is None or len(out) >= limit or len(hits) < fetch or fetch >= self.num_docs:
                 break
             fetch = min(self.num_docs, fetch * 4)
-        out.sort(key=lambda t: (-t[1], str(t[0])))
-        return out[:limit]
+        return _ties_by_key(out)[:limit]
+
+
+def _ties_by_key(ranked: list) -> list:
+    """`ranked` (already best first, as tantivy returns it) with equal scores ordered by key; a filtered
+    fetch is re-sorted whole."""
+    for i in range(1, len(ranked)):
+        if ranked[i][1] > ranked[i - 1][1]:
+            return sorted(ranked, key=lambda t: (-t[1], str(t[0])))
+    out, start = [], 0
+    for i in range(1, len(ranked) + 1):
+        if i == len(ranked) or ranked[i][1] != ranked[start][1]:
+            group = ranked[start:i]
+            out.extend(group if len(group) == 1 else sorted(group, key=lambda t: str(t[0])))
+            start = i
+    return out
 
 
 class SparseIndex:
