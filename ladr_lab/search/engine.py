@@ -430,7 +430,7 @@ class EmbeddedEngine:
         dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
         return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
 
-    def _static(self, snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str] | None:
+    def _static(self, snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str, str] | None:
         """The parts of a hit that depend only on the unit (and includeText): a dict and its JSON, cached."""
         doc = snap.doc_of(key)
         if doc is None:
@@ -444,7 +444,8 @@ class EmbeddedEngine:
             static.update(modality="text", unit=unit, level=0, meta=doc.meta, citation=doc.citation, trust=rec.trust)
             if unit == "chunk":
                 static["chunk"] = ReadOnlyDict(docId=rec.doc_id, index=rec.index, context=rec.context)
-            got = (static, json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
+            text = json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            got = (static, text, text[1:])  # the last: ready to follow '{"score":...,' in a hit's JSON
             rec.frags[include_text] = got
         return got
 
@@ -484,6 +485,7 @@ class EmbeddedEngine:
         mode, reranked = state["mode"], bool(state["reranked"])
         records = snap.chunks if unit == "chunk" else snap.docs
         static, confidence = self._static, self._confidence
+        half = SPARSE_CONFIDENCE_HALF
         empty: dict = {}
         for key, score in page:
             rec = records.get(key)
@@ -492,14 +494,22 @@ class EmbeddedEngine:
             fixed = rec.frags.get(include_text) or static(snap, key, unit, include_text)
             st = stages.get(key, empty)
             r = _num(score)
-            sc = ",".join(f'"{"dense" if k == "cosine" else k}":{r if v == score else _num(v)}'
-                          for k, v in st.items() if k != "cosine" or "dense" not in st)
+            if len(st) == 1 and mode in st and not reranked:
+                # one stage (plain sparse or dense recall): its score is the hit's score
+                sc = f'"{mode}":{r}'
+                if mode == "sparse":
+                    conf = round(score / (score + half), 6) if score > 0 else 0.0
+                else:
+                    conf = round(min(1.0, max(0.0, score)), 6)
+            else:
+                sc = ",".join(f'"{"dense" if k == "cosine" else k}":{r if v == score else _num(v)}'
+                              for k, v in st.items() if k != "cosine" or "dense" not in st)
+                conf = confidence(st, mode, reranked)
             vec = ""
             if include_vector:
                 v = self._vector(snap, key, unit)
                 vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
-            parts.append(f'{{"score":{r},"confidence":{confidence(st, mode, reranked)!r},"scores":{{{sc}}}'
-                         f'{vec},{fixed[1][1:]}')
+            parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
             keys.append(key)
         return "[" + ",".join(parts) + "]", keys
 
