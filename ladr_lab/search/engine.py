@@ -33,12 +33,11 @@ from ladr_lab.search import fusion
 from ladr_lab.search.corpus import Corpus, Snapshot
 from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported
 from ladr_lab.search.filters import OPS, load_filter
+from ladr_lab.search.hits import hit_dicts, hits_json, unit_text, unit_vector
 from ladr_lab.search.request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
 from ladr_lab.search.transform import apply_transform
-from ladr_lab.slate.cache import ReadOnlyDict
 
 Progress = Callable[[int, int, str, list | None], None]
-SPARSE_CONFIDENCE_HALF = 10.0
 MAX_SESSIONS = 1024
 MAX_SESSION_IDS = 100_000
 MAX_CURSORS = 512
@@ -58,12 +57,6 @@ class SearchEngine(Protocol):
 
 
 _STAGE_NAMES = ("sparse", "dense", "fused", "rerank", "recency")
-
-
-def _num(v: Any) -> str:
-    f = float(v)
-    return repr(f) if f - f == 0.0 else "null"  # finite (inf - inf and nan - nan are nan)
-
 
 
 class EmbeddedEngine:
@@ -208,19 +201,19 @@ class EmbeddedEngine:
         ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
         if progress is not None:
             progress(1, total, f"{mode} recall: {len(ranked)} candidates",
-                     self._hits(snap, ranked[:k], unit, stages, req, mode, None))
+                     hit_dicts(snap, ranked[:k], unit, stages, req, mode, None))
 
         reranked = 0
         if rerank is not None:
             head = ranked[:top_n]
-            texts = [self._text(snap, key, unit) for key, _ in head]
+            texts = [unit_text(snap, key, unit) for key, _ in head]
             scores = self.reranker.score(req.query, texts)
             for (key, _), s in zip(head, scores, strict=True):
                 stages[key]["rerank"] = s
             ranked = sorted(((key, stages[key]["rerank"]) for key, _ in head), key=lambda t: (-t[1], t[0]))
             reranked = len(head)
             if progress is not None:
-                progress(2, total, f"reranked {reranked}", self._hits(snap, ranked[:k], unit, stages, req, mode, True))
+                progress(2, total, f"reranked {reranked}", hit_dicts(snap, ranked[:k], unit, stages, req, mode, True))
 
         if req.recency is not None:
             ranked = self._recency(snap, ranked, req.recency, stages, notes)
@@ -347,20 +340,6 @@ class EmbeddedEngine:
         for key, cos in found.items():
             stages.setdefault(key, {})["cosine"] = cos
 
-    def _vector(self, snap: Snapshot, key: str, unit: str) -> list[float] | None:
-        if unit == "chunk":
-            return snap.chunk_dense.vector(key) if snap.chunk_dense is not None else None
-        doc = snap.docs.get(key)
-        if doc is None:
-            return None
-        view = snap.dense.get(doc.folder_key)
-        return view.vector(doc.rel) if view is not None else None
-
-    def _text(self, snap: Snapshot, key: str, unit: str) -> str:
-        if unit == "chunk":
-            return snap.chunks[key].text
-        return snap.docs[key].text
-
     def _recency(self, snap: Snapshot, ranked: list, opts: dict, stages: dict, notes: list) -> list:
         now = snap_time(snap)
         missing = 0
@@ -383,7 +362,7 @@ class EmbeddedEngine:
     def _mmr(self, snap: Snapshot, ranked: list, unit: str, lam: float) -> list:
         import numpy as np
 
-        vecs = [self._vector(snap, key, unit) for key, _ in ranked]
+        vecs = [unit_vector(snap, key, unit) for key, _ in ranked]
         dim = max((len(v) for v in vecs if v is not None), default=0)
         mat = np.zeros((len(vecs), dim))
         for i, v in enumerate(vecs):
@@ -408,7 +387,7 @@ class EmbeddedEngine:
             return page
         out, used = [], 0
         for key, s in page:
-            cost = estimate_tokens(self._text(snap, key, unit))
+            cost = estimate_tokens(unit_text(snap, key, unit))
             if used + cost > budget:
                 if not out:
                     notes.append(f"tokenBudget {budget} is smaller than the best hit ({cost} tokens); it is returned alone")
@@ -419,107 +398,13 @@ class EmbeddedEngine:
         return out
 
     # --- results --------------------------------------------------------------------------------
-    def _confidence(self, st: Mapping, mode: str, reranked: bool) -> float:
-        if reranked and "rerank" in st:
-            return round(fusion.sigmoid(st["rerank"]), 6)
-        sparse = st.get("sparse", 0.0)
-        sconf = sparse / (sparse + SPARSE_CONFIDENCE_HALF) if sparse > 0 else 0.0
-        if mode == "sparse":
-            return round(sconf, 6)
-        cos = st.get("dense", st.get("cosine"))
-        dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
-        return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
-
-    def _static(self, snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str, str] | None:
-        """The parts of a hit that depend only on the unit (and includeText): a dict and its JSON, cached."""
-        doc = snap.doc_of(key)
-        if doc is None:
-            return None
-        rec = snap.chunks[key] if unit == "chunk" else doc
-        got = rec.frags.get(include_text)
-        if got is None:
-            static: dict[str, Any] = {"id": key}
-            if include_text:
-                static["text"] = rec.text
-            static.update(modality="text", unit=unit, level=0, meta=doc.meta, citation=doc.citation, trust=rec.trust)
-            if unit == "chunk":
-                static["chunk"] = ReadOnlyDict(docId=rec.doc_id, index=rec.index, context=rec.context)
-            text = json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            got = (static, text, text[1:])  # the last: ready to follow '{"score":...,' in a hit's JSON
-            rec.frags[include_text] = got
-        return got
-
-    def _rows(self, snap: Snapshot, page: list, unit: str, stages: dict, include_text: bool, mode: str,
-              reranked: bool | None):
-        """(static part, score, confidence, per-stage scores) for each hit of a page, in order."""
-        static = self._static
-        confidence = self._confidence
-        for key, score in page:
-            fixed = static(snap, key, unit, include_text)
-            if fixed is None:
-                continue
-            st = stages.get(key) or {}
-            scores = dict(st)
-            if "cosine" in scores:
-                cos = scores.pop("cosine")
-                scores.setdefault("dense", cos)
-            yield key, fixed, float(score), confidence(st, mode, bool(reranked)), scores
-
-    def _hits(self, snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mode: str,
-              reranked: bool | None) -> list[dict]:
-        include_text = req["include_text"] if isinstance(req, dict) else req.include_text
-        include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
-        out = []
-        for key, fixed, score, conf, scores in self._rows(snap, page, unit, stages, include_text, mode, reranked):
-            hit = dict(fixed[0])
-            hit.update(score=score, confidence=conf, scores=scores)
-            if include_vector:
-                hit["vector"] = self._vector(snap, key, unit)
-            out.append(hit)
-        return out
-
-    def _hits_json(self, snap: Snapshot, page: list, unit: str, stages: dict, state: dict) -> tuple[str, list[str]]:
-        """The same hits as `_hits`, as a JSON array text, built without dicts (the server's hot path)."""
-        parts, keys = [], []
-        include_text, include_vector = state["include_text"], state["include_vector"]
-        mode, reranked = state["mode"], bool(state["reranked"])
-        records = snap.chunks if unit == "chunk" else snap.docs
-        static, confidence = self._static, self._confidence
-        half = SPARSE_CONFIDENCE_HALF
-        empty: dict = {}
-        for key, score in page:
-            rec = records.get(key)
-            if rec is None:
-                continue
-            fixed = rec.frags.get(include_text) or static(snap, key, unit, include_text)
-            st = stages.get(key, empty)
-            r = _num(score)
-            if len(st) == 1 and mode in st and not reranked:
-                # one stage (plain sparse or dense recall): its score is the hit's score
-                sc = f'"{mode}":{r}'
-                if mode == "sparse":
-                    conf = round(score / (score + half), 6) if score > 0 else 0.0
-                else:
-                    conf = round(min(1.0, max(0.0, score)), 6)
-            else:
-                sc = ",".join(f'"{"dense" if k == "cosine" else k}":{r if v == score else _num(v)}'
-                              for k, v in st.items() if k != "cosine" or "dense" not in st)
-                conf = confidence(st, mode, reranked)
-            vec = ""
-            if include_vector:
-                v = self._vector(snap, key, unit)
-                vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
-            parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
-            keys.append(key)
-        return "[" + ",".join(parts) + "]", keys
-
     def _result(self, snap: Snapshot, page: list, state: dict, req: Any, notes: list, t0: float, *,
                 candidates: int, reranked: int, effective: dict) -> dict | str:
         unit = state["unit"]
         if state.get("as_json"):
-            hits_json, keys = self._hits_json(snap, page, unit, state["stages"], state)
+            hits_text, keys = hits_json(snap, page, unit, state["stages"], state)
         else:
-            hits = self._hits(snap, page, unit, state["stages"], state, state["mode"], state["reranked"])
+            hits = hit_dicts(snap, page, unit, state["stages"], state, state["mode"], state["reranked"])
             keys = [h["id"] for h in hits]
         if state["session"] is not None:
             seen = self._seen(state["session"])
@@ -532,13 +417,13 @@ class EmbeddedEngine:
                                  "latencyMs": round((time.perf_counter() - t0) * 1000, 3),
                                  "returned": len(keys), "effective": effective, "mode": state["mode"], "unit": unit}
         if state["token_budget"] is not None:
-            usage["tokens"] = sum(estimate_tokens(self._text(snap, key, unit)) for key in keys)
+            usage["tokens"] = sum(estimate_tokens(unit_text(snap, key, unit)) for key in keys)
         if notes:
             usage["notes"] = notes
         result["usage"] = usage
         if state.get("as_json"):
             rest = json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            return '{"hits":' + hits_json + "," + rest[1:]
+            return '{"hits":' + hits_text + "," + rest[1:]
         return {"hits": hits, **result}
 
     def _save_cursor(self, state: dict) -> str:

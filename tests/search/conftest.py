@@ -1,18 +1,13 @@
-"""Fixtures for the search engine: small slates written on the fly, and the sample knowledge slate."""
+"""Fixtures for the search engine: a small slate of papers with metatags, written on the fly."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from ladr_lab.search import EmbeddedEngine
 from ladr_lab.slate import SlateStore
-
-REPO = Path(__file__).resolve().parents[2]
-SAMPLE = REPO / "sample_slates" / "knowledge"
-FIXTURE_DOCS = REPO / "tests" / "fixtures" / "knowledge"
 
 PAPERS = {
     "attention.md": ("# Attention Is All You Need\n\nThe transformer relies on self-attention; attention "
@@ -59,13 +54,3 @@ def store(papers_root: Path) -> SlateStore:
 @pytest.fixture
 def engine(store: SlateStore) -> EmbeddedEngine:
     return EmbeddedEngine.from_store(store)
-
-
-@pytest.fixture
-def knowledge(tmp_path: Path) -> Path:
-    """A writable copy of the 46-document sample knowledge slate."""
-    return Path(shutil.copytree(SAMPLE, tmp_path / "knowledge"))
-
-
-def ids(result: dict) -> list[str]:
-    return [h["id"] for h in result["hits"]]
