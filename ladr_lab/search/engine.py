@@ -82,6 +82,15 @@ class EmbeddedEngine:
         """An engine over every slate bound in a SlateStore."""
         return cls({t: store.slate(t) for t in store.titles()}, **options)
 
+    def default_mode(self) -> str:
+        """The mode of a request that names none: hybrid with a real embedding model; sparse otherwise,
+        since fusing BM25 with the offline hashing embedder's lexical vectors ranks worse than BM25
+        alone (SciFact nDCG@10: 0.53 against 0.69)."""
+        if "dense" not in self.modes:
+            return "sparse"
+        name = str(getattr(self.corpus.embedder(), "name", ""))
+        return "sparse" if name.startswith("hashing") else "hybrid"
+
     def warm(self) -> str:
         """Index everything now (instead of on the first request); returns the index version."""
         return self.corpus.sync().version
@@ -95,7 +104,7 @@ class EmbeddedEngine:
         return {
             "retrieve": {
                 "modes": list(self.modes),
-                "defaultMode": "hybrid" if dense else "sparse",
+                "defaultMode": self.default_mode(),
                 "maxK": self.max_k,
                 "rerankBuiltin": self.reranker is not None,
                 "confidence": True,
@@ -144,7 +153,7 @@ class EmbeddedEngine:
             unsupported(f'unknown parameter "{name}"')
         if req.cursor is not None:
             return self._next_page(req, t0, notes, as_json)
-        mode = req.mode or ("hybrid" if "dense" in self.modes else "sparse")
+        mode = req.mode or self.default_mode()
         if mode not in self.modes:
             unsupported(f'mode "{mode}" is not offered (retrieve.modes: {", ".join(self.modes)}); served sparse')
             mode = "sparse"

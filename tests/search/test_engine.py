@@ -189,10 +189,11 @@ def test_mmr_diversifies(tmp_path):
 
 
 def test_fusion_options(engine):
-    a = engine.retrieve({"query": "transformer", "k": 5, "fusion": {"method": "weighted", "weights": {"dense": 0, "sparse": 1}}})
+    a = engine.retrieve({"query": "transformer", "k": 5, "mode": "hybrid",
+                         "fusion": {"method": "weighted", "weights": {"dense": 0, "sparse": 1}}})
     b = engine.retrieve({"query": "transformer", "k": 5, "mode": "sparse"})
     assert [h["id"] for h in a["hits"] if h["scores"]["fused"] > 0] == ids(b)
-    c = engine.retrieve({"query": "transformer", "k": 5, "fusion": {"method": "rrf", "rrfK": 1}})
+    c = engine.retrieve({"query": "transformer", "k": 5, "mode": "hybrid", "fusion": {"method": "rrf", "rrfK": 1}})
     assert c["hits"][0]["scores"]["fused"] > 0.5
     with pytest.raises(InvalidRequestParams):
         engine.retrieve({"query": "x", "fusion": {"method": "borda"}})
@@ -292,6 +293,11 @@ def test_progress_reports_partial_hits(engine):
 def test_bad_params_name_the_problem(engine, params, message):
     with pytest.raises(InvalidRequestParams, match=message):
         engine.retrieve(params)
+
+
+def test_default_mode_is_sparse_with_the_hashing_embedder(engine):
+    assert engine.capabilities()["retrieve"]["defaultMode"] == "sparse"
+    assert engine.retrieve({"query": "transformer"})["usage"]["mode"] == "sparse"
 
 
 def test_capabilities_name_the_seed_fields(engine):

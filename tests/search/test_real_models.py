@@ -59,6 +59,7 @@ def test_dense_retrieval_with_minilm_finds_paraphrases(minilm, tmp_path):
     res = engine.retrieve({"query": "domestic pets like young cats", "k": 1, "mode": "dense"})
     assert [h["id"] for h in res["hits"]] == ["S:d/pets.md"]  # no word in common with the query
     assert engine.capabilities()["retrieve"]["embedder"] == "st:all-MiniLM-L6-v2"
+    assert engine.capabilities()["retrieve"]["defaultMode"] == "hybrid"
 
 
 @pytest.fixture(scope="module")
