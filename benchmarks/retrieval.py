@@ -317,7 +317,7 @@ def beir(path: Path, embedder_name: str | None) -> dict:
         print("server sparse ...", flush=True)
         client, b = start_server(slate_dir, embedder_name, dense=False)
         res, qs, qp = server_run(client, queries, "sparse")
-        rows.append(row("server sparse (stdio)", res, qrels, b, qs, qps_pipelined=qp))
+        rows.append(row("server sparse (stdio)", res, qrels, b, qs, qps_pipelined=round(qp, 1)))
         print("sparse speed, in turns ...", flush=True)
         http_proc, http_client = start_http(slate_dir)
         try:
