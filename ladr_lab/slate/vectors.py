@@ -17,7 +17,7 @@ from collections.abc import Callable
 from ladr_lab.errors import SlateError
 from ladr_lab.slate.embed import Embedder, l2_normalize, nonzero
 
-BATCH = 64
+BATCH = 256  # files read and embedded per call (a model batches them by length inside)
 
 
 class VectorCache:
@@ -29,6 +29,17 @@ class VectorCache:
         self._lock = threading.Lock()
         self._vectors: dict[str, tuple[int, int, list[float]]] = {}
         self.active = False
+        self.version = 0
+        self.cleared = 0   # how many times clear() ran (a refresh: everything must be looked at again)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder these vectors come from."""
+        return self._embedder()
+
+    def embed_query(self, text: str) -> list[float]:
+        """The unit vector of a query text, exactly as `rank` computes it."""
+        return l2_normalize(self._embedder().embed([text])[0])
 
     def _clip(self, embedder: Embedder, text: str) -> str:
         limit = getattr(embedder, "max_chars", None)
@@ -46,6 +57,7 @@ class VectorCache:
         """Remember the vector of `rel` as it is at (size, mtime_ns)."""
         with self._lock:
             self._vectors[rel] = (size, mtime_ns, vec)
+            self.version += 1
 
     def vectors_for(self, listing: list[tuple[str, int, int]]) -> dict[str, list[float]]:
         """Vectors for (rel, size, mtime_ns) triples, embedding the missing ones in batches."""
@@ -79,6 +91,7 @@ class VectorCache:
                     unit = l2_normalize(vec)
                     self._vectors[rel] = (size, mtime, unit)
                     out[rel] = unit
+                self.version += 1
         return out
 
     def rank(self, text: str, listing: list[tuple[str, int, int]], top_k: int) -> list[tuple[str, float]]:
@@ -87,7 +100,7 @@ class VectorCache:
         if top_k <= 0:
             return []
         # Only the query's non-zero components matter, and hashing queries have few of them.
-        query = nonzero(l2_normalize(self._embedder().embed([text])[0]))
+        query = nonzero(self.embed_query(text))
         if not query:
             return []
         top = query[-1][0]
@@ -106,3 +119,5 @@ class VectorCache:
         """Forget every vector (the folder stays active if it was)."""
         with self._lock:
             self._vectors.clear()
+            self.version += 1
+            self.cleared += 1

@@ -1,0 +1,88 @@
+"""`ladr-lab serve --slate TITLE=DIR... (--stdio | --http [HOST:]PORT)`: the retrieval server (SPEC §7)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from ._common import _kv
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise SystemExit(f"ladr-lab: --http takes [HOST:]PORT (got {value!r})") from None
+    if not 0 <= number <= 65535:
+        raise SystemExit(f"ladr-lab: --http port must be 0-65535 (got {number})")
+    return (host.strip("[]") or "127.0.0.1"), number
+
+
+def build_engine(a):
+    """The engine `serve` runs, from its command-line options."""
+    from ..models import get_model
+    from ..search import CrossEncoderReranker, EmbeddedEngine
+    from ..slate import SlateStore
+
+    slates = _kv(a.slate, "--slate")
+    if not slates:
+        raise SystemExit("ladr-lab: serve needs at least one --slate TITLE=DIR")
+    store = SlateStore(embedder=a.embedder)
+    for title, path in slates.items():
+        if not os.path.isdir(path):
+            raise SystemExit(f"ladr-lab: --slate {title}={path}: no such directory")
+        store.bind(title, path)
+    reranker = CrossEncoderReranker(a.rerank_model) if a.rerank_model else None
+    transform = get_model(a.transform_model) if a.transform_model else None
+    return EmbeddedEngine.from_store(store, dense=not a.no_dense, chunks=not a.no_chunks, max_k=a.max_k,
+                                     reranker=reranker, transform_model=transform,
+                                     keep_snapshots=a.keep_snapshots)
+
+
+def cmd_serve(a) -> int:
+    """Index the slates, then serve them until stdin ends (stdio) or the process is stopped (HTTP)."""
+    from ..server import Dispatcher, HttpServer, serve_stdio
+
+    engine = build_engine(a)
+    version = engine.warm()
+    docs = len(engine.corpus.snapshot(version).docs)
+    print(f"ladr-lab serve: indexed {docs} documents (indexVersion {version})", file=sys.stderr, flush=True)
+    if not docs:
+        print("ladr-lab serve: note: a slate's documents are the files in its folders (its subdirectories); "
+              "files directly in a slate's directory are not served", file=sys.stderr, flush=True)
+    dispatcher = Dispatcher(engine)
+    if a.stdio:
+        serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
+        return 0
+    host, port = _host_port(a.http)
+    token = a.token or os.environ.get("LADR_SERVE_TOKEN") or None
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
+    server = HttpServer(dispatcher, host, port, token)
+    print(f"ladr-lab serve: listening on {server.url}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Register `serve`."""
+    s = sub.add_parser("serve", help="serve slates over JSON-RPC (seed 002's retrieve)")
+    s.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR", required=True)
+    how = s.add_mutually_exclusive_group(required=True)
+    how.add_argument("--stdio", action="store_true", help="newline-delimited JSON-RPC on stdin/stdout")
+    how.add_argument("--http", metavar="[HOST:]PORT", help="HTTP on HOST (default 127.0.0.1) and PORT (0: any)")
+    s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' over HTTP (or set LADR_SERVE_TOKEN)")
+    s.add_argument("--embedder", help="hashing (default), st:MODEL or litellm:MODEL")
+    s.add_argument("--rerank-model", metavar="MODEL", help="a sentence-transformers cross-encoder (name or directory)")
+    s.add_argument("--transform-model", metavar="MODEL",
+                   help="a model for query transforms (script:PATH, a litellm name, ...)")
+    s.add_argument("--no-dense", action="store_true", help="sparse (BM25) only: no embeddings")
+    s.add_argument("--no-chunks", action="store_true", help="documents only: no chunk index")
+    s.add_argument("--max-k", type=int, default=1000, help="retrieve.maxK (default 1000)")
+    s.add_argument("--keep-snapshots", type=int, default=16, help="index versions kept for indexVersion (16)")
+    s.set_defaults(fn=cmd_serve)

@@ -1,0 +1,30 @@
+"""The errors of a retrieval request (LadrError subclasses); the server turns each into its JSON-RPC code.
+
+    SearchError(LadrError)
+    ├── InvalidRequestParams     a parameter is missing, of the wrong type or out of range   (-32602)
+    ├── OptionUnsupported        a known option this engine cannot honour, with strict: true  (-32005)
+    └── SnapshotGone             the pinned indexVersion is no longer kept                    (-32010)
+"""
+from __future__ import annotations
+
+from ladr_lab.errors import LadrError
+
+
+class SearchError(LadrError):
+    """A retrieval request could not be served."""
+
+    def __init__(self, message: str, data: dict | None = None) -> None:
+        super().__init__(message)
+        self.data = data or {}
+
+
+class InvalidRequestParams(SearchError):
+    """A request parameter is missing, malformed or out of range."""
+
+
+class OptionUnsupported(SearchError):
+    """The request asks for an option this engine does not offer (and strict is true)."""
+
+
+class SnapshotGone(SearchError):
+    """The requested indexVersion is not (or no longer) kept by the engine."""

@@ -1,0 +1,153 @@
+"""What the search engine needs from a slate folder, and how it notices that the folder changed.
+
+`FileStats(folder).listing(changed_dirs)` gives `(rel, size, mtime_ns)` of every listed file: from
+`Folder.file_stats()` when the folder has it (its cached listing), otherwise from `Folder.files()`
+plus a `stat` per file that it cannot vouch for, remembering `(inode, size, mtime)` per file so that
+only the files of directories that changed (and whose inode changed: atomic writes replace it) are
+stat'ed again. `vector_cache(folder)` reaches the folder's embedding cache (slate/vectors.py), so that
+the engine and `Folder.similar` share one set of vectors, computed once.
+
+`Watch` is the cheap "has anything changed?" test run before every search: one `stat` per
+directory of the folder plus the vector cache's version counter. Files added, removed or renamed
+by any program move a directory's modification time; writes through the store move both; a
+`refresh()` clears the vector cache. Only when the test fires does an index relist the folder.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ladr_lab.errors import LadrError
+
+
+def vector_cache(folder: Any) -> Any:
+    """The folder's embedding-vector cache (ladr_lab.slate.vectors.VectorCache)."""
+    native = getattr(folder, "vectors", None)
+    if native is not None and hasattr(native, "vectors_for"):
+        return native
+    return folder._vectors  # until Folder exposes it publicly
+
+
+class FileStats:
+    """`(rel, size, mtime_ns)` of a folder's listed files (see the module docstring)."""
+
+    def __init__(self, folder: Any) -> None:
+        self._folder = folder
+        self._base = str(folder.path)
+        self._seen: dict[str, tuple[int, int, int]] = {}   # rel -> (inode, size, mtime_ns)
+
+    def listing(self, changed_dirs: set[str] | None) -> list[tuple[str, int, int]]:
+        """Every listed file with its size and mtime; `changed_dirs` (absolute paths) are the directories
+        that moved since the last call (None: trust nothing remembered)."""
+        native = getattr(self._folder, "file_stats", None)
+        if callable(native):
+            return list(native())
+        base = self._base
+        if changed_dirs is None:
+            self._seen = {}
+        inodes: dict[str, dict[str, int]] = {}
+        seen = self._seen
+        fresh: dict[str, tuple[int, int, int]] = {}
+        out = []
+        for rel in self._folder.files():
+            head, _, name = rel.rpartition("/")
+            dirpath = base + "/" + head if head else base
+            old = seen.get(rel)
+            if old is not None and changed_dirs is not None and dirpath in changed_dirs:
+                ino = inodes.get(dirpath)
+                if ino is None:
+                    ino = inodes[dirpath] = _inodes(dirpath)
+                if ino.get(name) != old[0]:
+                    old = None
+            if old is None:
+                old = self._stat(rel)
+                if old is None:
+                    continue
+            fresh[rel] = old
+            out.append((rel, old[1], old[2]))
+        self._seen = fresh
+        return out
+
+    def _stat(self, rel: str) -> tuple[int, int, int] | None:
+        # Listed files were vetted by the listing (links inside the folder only), so a plain stat of
+        # the joined path is enough; resolve() is the fallback for anything odd.
+        try:
+            st = os.stat(self._base + "/" + rel)
+        except OSError:
+            try:
+                st = os.stat(self._folder.resolve(rel))
+            except (OSError, LadrError):
+                return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _inodes(path: str) -> dict[str, int]:
+    try:
+        with os.scandir(path) as it:
+            return {e.name: e.inode() for e in it}
+    except OSError:
+        return {}
+
+
+def _dir_mtimes(root: str) -> dict[str, int]:
+    """Modification time of the folder and of every non-hidden directory below it (links not followed)."""
+    out: dict[str, int] = {}
+    try:
+        out[root] = os.stat(root).st_mtime_ns
+    except OSError:
+        return out
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                for e in it:
+                    if e.name.startswith(".") or not e.is_dir(follow_symlinks=False):
+                        continue
+                    try:
+                        out[e.path] = e.stat(follow_symlinks=False).st_mtime_ns
+                    except OSError:
+                        continue
+                    stack.append(e.path)
+        except OSError:
+            continue
+    return out
+
+
+class Watch:
+    """Remembers a folder's directory times and vector-cache state; `moved()` says if either changed."""
+
+    def __init__(self, folder: Any) -> None:
+        self._folder = folder
+        self._root = str(folder.path)
+        self._dirs: dict[str, int] | None = None
+        self._version = -1
+        self._cleared = -1
+
+    def moved(self) -> bool:
+        """True when something may have changed since the last `mark()` (always before the first)."""
+        if self._dirs is None or vector_cache(self._folder).version != self._version:
+            return True
+        if not self._dirs:
+            return os.path.isdir(self._root)
+        for path, mtime in self._dirs.items():
+            try:
+                if os.stat(path).st_mtime_ns != mtime:
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def mark(self) -> set[str] | None:
+        """Record the current state and return the directories that changed since the last mark (None:
+        the first mark, or the folder was refreshed: treat everything as changed). Call it *before*
+        relisting, so that a change made during the relist fires again."""
+        cache = vector_cache(self._folder)
+        first = self._dirs is None or cache.cleared != self._cleared
+        self._version = cache.version
+        self._cleared = cache.cleared
+        old = self._dirs or {}
+        self._dirs = _dir_mtimes(self._root)
+        if first:
+            return None
+        return {p for p, m in self._dirs.items() if old.get(p) != m}

@@ -1,0 +1,157 @@
+"""Hit assembly: seed 002's Hit shape from a snapshot's records, as dicts or straight to JSON text.
+
+The parts of a hit that depend only on its unit (id, text, meta, citation, trust, chunk) are built
+once per unit and cached on the record with their JSON text; a hit adds its score, confidence and
+per-stage scores. `hits_json` writes the JSON without building dicts: the server's hot path.
+
+`confidence` depends only on the query and the hit (see engine.py), never on the other hits.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ladr_lab.search import fusion
+from ladr_lab.search.corpus import Snapshot
+from ladr_lab.slate.cache import ReadOnlyDict
+
+SPARSE_CONFIDENCE_HALF = 10.0
+
+
+def _num(v: Any) -> str:
+    f = float(v)
+    return repr(f) if f - f == 0.0 else "null"  # finite (inf - inf and nan - nan are nan)
+
+
+def unit_vector(snap: Snapshot, key: str, unit: str) -> list[float] | None:
+    if unit == "chunk":
+        return snap.chunk_dense.vector(key) if snap.chunk_dense is not None else None
+    doc = snap.docs.get(key)
+    if doc is None:
+        return None
+    view = snap.dense.get(doc.folder_key)
+    return view.vector(doc.rel) if view is not None else None
+
+def unit_text(snap: Snapshot, key: str, unit: str) -> str:
+    if unit == "chunk":
+        return snap.chunks[key].text
+    return snap.docs[key].text
+
+def confidence(st: Mapping, mode: str, reranked: bool) -> float:
+    if reranked and "rerank" in st:
+        return round(fusion.sigmoid(st["rerank"]), 6)
+    sparse = st.get("sparse", 0.0)
+    sconf = sparse / (sparse + SPARSE_CONFIDENCE_HALF) if sparse > 0 else 0.0
+    if mode == "sparse":
+        return round(sconf, 6)
+    cos = st.get("dense", st.get("cosine"))
+    dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
+    return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
+
+def static_part(snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str, str] | None:
+    """The parts of a hit that depend only on the unit (and includeText): a dict, its JSON, and that JSON
+    without its opening brace; cached on the unit's record."""
+    doc = snap.doc_of(key)
+    if doc is None:
+        return None
+    rec = snap.chunks[key] if unit == "chunk" else doc
+    got = rec.frags.get(include_text)
+    if got is None:
+        static: dict[str, Any] = {"id": key}
+        if include_text:
+            static["text"] = rec.text
+        static.update(modality="text", unit=unit, level=0, meta=doc.meta, citation=doc.citation, trust=rec.trust)
+        if unit == "chunk":
+            static["chunk"] = ReadOnlyDict(docId=rec.doc_id, index=rec.index, context=rec.context)
+        text = json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        got = (static, text, text[1:])  # the last: ready to follow '{"score":...,' in a hit's JSON
+        rec.frags[include_text] = got
+    return got
+
+def _rows(snap: Snapshot, page: list, unit: str, stages: dict, include_text: bool, mode: str,
+          reranked: bool | None):
+    """(static part, score, confidence, per-stage scores) for each hit of a page, in order."""
+    for key, score in page:
+        fixed = static_part(snap, key, unit, include_text)
+        if fixed is None:
+            continue
+        st = stages.get(key) or {}
+        scores = dict(st)
+        if "cosine" in scores:
+            cos = scores.pop("cosine")
+            scores.setdefault("dense", cos)
+        yield key, fixed, float(score), confidence(st, mode, bool(reranked)), scores
+
+def hit_dicts(snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mode: str,
+              reranked: bool | None) -> list[dict]:
+    """The hits of a page as dicts of seed 002's Hit shape (`req` gives includeText / includeVector)."""
+    include_text = req["include_text"] if isinstance(req, dict) else req.include_text
+    include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
+    out = []
+    for key, fixed, score, conf, scores in _rows(snap, page, unit, stages, include_text, mode, reranked):
+        hit = dict(fixed[0])
+        hit.update(score=score, confidence=conf, scores=scores)
+        if include_vector:
+            hit["vector"] = unit_vector(snap, key, unit)
+        out.append(hit)
+    return out
+
+def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) -> tuple[str, list[str]]:
+    """The same hits as `hit_dicts`, as a JSON array text, built without dicts (the server's hot path)."""
+    include_text, include_vector = state["include_text"], state["include_vector"]
+    mode, reranked = state["mode"], bool(state["reranked"])
+    records = snap.chunks if unit == "chunk" else snap.docs
+    if mode == "sparse" and not reranked and not include_vector and all(
+            len(stages.get(key, ())) == 1 for key, _ in page):
+        return _sparse_hits_json(snap, page, unit, include_text, records)
+    parts, keys = [], []
+    half = SPARSE_CONFIDENCE_HALF
+    empty: dict = {}
+    for key, score in page:
+        rec = records.get(key)
+        if rec is None:
+            continue
+        fixed = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        st = stages.get(key, empty)
+        r = _num(score)
+        if len(st) == 1 and mode in st and not reranked:
+            # one stage (plain sparse or dense recall): its score is the hit's score
+            sc = f'"{mode}":{r}'
+            if mode == "sparse":
+                conf = round(score / (score + half), 6) if score > 0 else 0.0
+            else:
+                conf = round(min(1.0, max(0.0, score)), 6)
+        else:
+            sc = ",".join(f'"{"dense" if k == "cosine" else k}":{r if v == score else _num(v)}'
+                          for k, v in st.items() if k != "cosine" or "dense" not in st)
+            conf = confidence(st, mode, reranked)
+        vec = ""
+        if include_vector:
+            v = unit_vector(snap, key, unit)
+            vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
+        parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
+        keys.append(key)
+    return "[" + ",".join(parts) + "]", keys
+
+
+
+_SPARSE_HIT = '{{"score":{0},"confidence":{1!r},"scores":{{"sparse":{0}}},{2}'.format
+
+
+def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict) -> tuple[str, list]:
+    """`hits_json` for the commonest page: BM25 recall only (each hit's score is its only stage score).
+    The per-hit formatting runs through `map` so its loop stays in C."""
+    keys, tails, scores = [], [], []
+    for key, score in page:
+        rec = records.get(key)
+        if rec is None:
+            continue
+        fixed = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        keys.append(key)
+        tails.append(fixed[2])
+        scores.append(score)
+    half = SPARSE_CONFIDENCE_HALF
+    confs = [round(x / (x + half), 6) if x > 0 else 0.0 for x in scores]
+    reprs = map(_num, scores)
+    return "[" + ",".join(map(_SPARSE_HIT, reprs, confs, tails)) + "]", keys

@@ -1,0 +1,221 @@
+"""The parameters of seed 002's `retrieve`, checked and typed: `load_request(params)`.
+
+Every parameter of the seed is read here; a missing, mistyped or out-of-range value raises
+InvalidRequestParams (JSON-RPC -32602) naming it. Whether the engine can *honour* a well-formed
+option (a mode, a unit, a rerank or transform method) is decided by the engine, which raises
+OptionUnsupported (-32005) under `strict` or degrades and says so in `usage.notes`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ladr_lab.search.errors import InvalidRequestParams
+
+MODES = ("dense", "sparse", "hybrid")
+MODALITIES = ("text", "image", "audio", "code", "multimodal")
+FUSIONS = ("rrf", "weighted")
+TRANSFORMS = ("rewrite", "hyde", "multi-query", "decompose")
+UNITS = ("chunk", "document", "node", "triplet", "path", "subgraph", "community", "tree-node", "page")
+KNOWN = {"query", "k", "mode", "modality", "candidateK", "fusion", "rerank", "mmr", "transform", "filter",
+         "minScore", "recency", "unit", "level", "tokenBudget", "session", "includeText", "includeVector",
+         "seed", "indexVersion", "strict", "cursor", "_meta"}
+MAX_QUERY_CHARS = 100_000
+
+
+@dataclass
+class RetrieveRequest:
+    """A checked `retrieve` request (field names follow the protocol, in snake case)."""
+
+    query: str
+    k: int | None = None
+    mode: str | None = None
+    modality: str = "text"
+    candidate_k: int | None = None
+    fusion: dict | None = None
+    rerank: dict | bool | None = None
+    mmr: float | None = None
+    transform: str | None = None
+    filter: Any = None
+    min_score: float | None = None
+    recency: dict | None = None
+    unit: str | None = None
+    level: int | None = None
+    token_budget: int | None = None
+    session: str | None = None
+    include_text: bool = True
+    include_vector: bool = False
+    seed: int | None = None
+    index_version: str | None = None
+    strict: bool = True
+    cursor: str | None = None
+    progress_token: Any = None
+    non_text_query: bool = False
+    unknown: list[str] = field(default_factory=list)
+
+
+def _int(params: dict, name: str, lo: int = 0) -> int | None:
+    v = params.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        else:
+            raise InvalidRequestParams(f"{name} must be an integer (got {_show(v)})")
+    if v < lo:
+        raise InvalidRequestParams(f"{name} must be >= {lo} (got {v})")
+    return v
+
+
+def _num(params: dict, name: str) -> float | None:
+    v = params.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        raise InvalidRequestParams(f"{name} must be a finite number (got {_show(v)})")
+    return float(v)
+
+
+def _str(params: dict, name: str) -> str | None:
+    v = params.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise InvalidRequestParams(f"{name} must be a string (got {_show(v)})")
+    return v
+
+
+def _bool(params: dict, name: str, default: bool) -> bool:
+    v = params.get(name)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise InvalidRequestParams(f"{name} must be true or false (got {_show(v)})")
+    return v
+
+
+def _enum(params: dict, name: str, allowed: tuple) -> str | None:
+    v = _str(params, name)
+    if v is not None and v not in allowed:
+        raise InvalidRequestParams(f'{name} must be one of {", ".join(allowed)} (got "{v}")')
+    return v
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _query(q: Any) -> tuple[str, bool]:
+    """The query text, and whether a non-text content block was part of it."""
+    if isinstance(q, str):
+        return q, False
+    blocks = [q] if isinstance(q, dict) else q
+    if not isinstance(blocks, list) or not blocks:
+        raise InvalidRequestParams("query must be a string, a Content block or a non-empty array of them")
+    texts, other = [], False
+    for i, b in enumerate(blocks):
+        if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+            raise InvalidRequestParams(f"query[{i}] must be a Content block with a string type")
+        if b["type"] == "text":
+            if not isinstance(b.get("text"), str):
+                raise InvalidRequestParams(f"query[{i}].text must be a string")
+            texts.append(b["text"])
+        else:
+            other = True
+    return "\n".join(texts), other
+
+
+def load_request(params: Any) -> RetrieveRequest:
+    """Check `retrieve` params and return them typed; InvalidRequestParams names the first problem."""
+    if not isinstance(params, dict):
+        raise InvalidRequestParams("retrieve params must be an object")
+    if "query" not in params:
+        raise InvalidRequestParams("query is required")
+    text, non_text = _query(params["query"])
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidRequestParams(f"query is longer than {MAX_QUERY_CHARS} characters")
+    req = RetrieveRequest(query=text, non_text_query=non_text)
+    req.unknown = sorted(str(k) for k in params if k not in KNOWN)
+    req.k = _int(params, "k", 1)
+    req.mode = _enum(params, "mode", MODES)
+    req.modality = _enum(params, "modality", MODALITIES) or "text"
+    req.candidate_k = _int(params, "candidateK", 1)
+    req.transform = None
+    if params.get("transform") is not None and params.get("transform") is not False:
+        req.transform = _enum(params, "transform", TRANSFORMS)
+    req.unit = _enum(params, "unit", UNITS)
+    req.level = _int(params, "level", 0)
+    req.token_budget = _int(params, "tokenBudget", 1)
+    req.min_score = _num(params, "minScore")
+    req.session = _str(params, "session")
+    req.include_text = _bool(params, "includeText", True)
+    req.include_vector = _bool(params, "includeVector", False)
+    seed = params.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise InvalidRequestParams(f"seed must be an integer (got {_show(seed)})")
+    req.seed = seed
+    req.index_version = _str(params, "indexVersion")
+    req.strict = _bool(params, "strict", True)
+    req.cursor = _str(params, "cursor")
+
+    fusion = params.get("fusion")
+    if fusion is not None:
+        if not isinstance(fusion, dict):
+            raise InvalidRequestParams("fusion must be an object {method, weights?, rrfK?}")
+        method = _enum(fusion, "method", FUSIONS) or "rrf"
+        weights = fusion.get("weights")
+        if weights is not None:
+            if isinstance(weights, list) and len(weights) == 2:
+                weights = {"dense": weights[0], "sparse": weights[1]}
+            if not isinstance(weights, dict) or not set(weights) <= {"dense", "sparse"} or not all(
+                    isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights.values()):
+                raise InvalidRequestParams("fusion.weights must be {dense, sparse} (or [dense, sparse]) "
+                                           "of non-negative numbers")
+        rrf_k = _int(fusion, "rrfK", 1)
+        req.fusion = {"method": method, "weights": weights, "rrfK": rrf_k}
+
+    rerank = params.get("rerank")
+    if rerank is False:
+        req.rerank = False
+    elif rerank is not None:
+        if not isinstance(rerank, dict):
+            raise InvalidRequestParams("rerank must be an object {method, model?, topN?} or false")
+        method = _str(rerank, "method")
+        if not method:
+            raise InvalidRequestParams("rerank.method is required")
+        req.rerank = {"method": method, "model": _str(rerank, "model"), "topN": _int(rerank, "topN", 1)}
+
+    mmr = params.get("mmr")
+    if mmr is not None:
+        if not isinstance(mmr, dict):
+            raise InvalidRequestParams("mmr must be an object {lambda}")
+        lam = _num(mmr, "lambda")
+        lam = 0.5 if lam is None else lam
+        if not 0.0 <= lam <= 1.0:
+            raise InvalidRequestParams(f"mmr.lambda must be between 0 and 1 (got {lam})")
+        req.mmr = lam
+
+    recency = params.get("recency")
+    if recency is not None:
+        if not isinstance(recency, dict):
+            raise InvalidRequestParams("recency must be an object {field, halfLifeDays}")
+        fld = _str(recency, "field") or "modified"
+        half = _num(recency, "halfLifeDays")
+        if half is None or half <= 0:
+            raise InvalidRequestParams("recency.halfLifeDays must be a positive number")
+        req.recency = {"field": fld, "halfLifeDays": half}
+
+    if "filter" in params and params["filter"] is not None:
+        req.filter = params["filter"]
+
+    meta = params.get("_meta")
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise InvalidRequestParams("_meta must be an object")
+        token = meta.get("progressToken")
+        if token is not None and (isinstance(token, bool) or not isinstance(token, (str, int))):
+            raise InvalidRequestParams("_meta.progressToken must be a string or an integer")
+        req.progress_token = token
+    return req

@@ -1,0 +1,12 @@
+"""The retrieval server of seed 002 (SPEC §7): JSON-RPC 2.0 over stdio and HTTP, and its client.
+
+`Dispatcher` answers messages with a `SearchEngine` (ladr_lab.search); `serve_stdio` and
+`HttpServer` are the transports; `RetrieveClient` talks to either from Python or a notebook.
+This package is the only place where errors become JSON-RPC codes.
+"""
+from ladr_lab.server.client import RetrieveClient, RetrieveError
+from ladr_lab.server.http import HttpServer
+from ladr_lab.server.protocol import Dispatcher, error_response
+from ladr_lab.server.stdio import serve_stdio
+
+__all__ = ["Dispatcher", "HttpServer", "RetrieveClient", "RetrieveError", "error_response", "serve_stdio"]

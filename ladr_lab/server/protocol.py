@@ -1,0 +1,173 @@
+"""JSON-RPC 2.0 for seed 002: framing, methods, and the one place errors become JSON-RPC codes.
+
+`Dispatcher.handle_text(text, notify)` takes one message as text (a request, a notification or a
+batch) and returns the response text (None when nothing is owed). It never raises: malformed JSON
+is -32700, a message that is not a request -32600, an unknown method -32601, bad params -32602,
+an option the engine cannot honour -32005, a snapshot no longer kept -32010, and anything
+unexpected -32603, each answered while the server keeps serving.
+
+Methods: `initialize` (server info and the capabilities of seed 002), `retrieve`, `ping`.
+Notifications from the client (`notifications/initialized`, `notifications/cancelled`) are accepted
+and need no answer. A `retrieve` with `_meta.progressToken` sends `notifications/progress`
+messages through `notify` (progress, total, message and the partial hits so far) before its
+response.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ladr_lab.errors import LadrError
+from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+OPTION_UNSUPPORTED = -32005
+SNAPSHOT_GONE = -32010
+PROTOCOL_VERSION = "2025-06-18"
+MAX_BATCH = 1000
+
+Notify = Callable[[dict], None]
+
+
+def error_response(id_: Any, code: int, message: str, data: Any = None) -> dict:
+    """A JSON-RPC error response object."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": err}
+
+
+def code_of(exc: BaseException) -> int:
+    """The JSON-RPC error code of an exception raised while serving a request."""
+    if isinstance(exc, InvalidRequestParams):
+        return INVALID_PARAMS
+    if isinstance(exc, OptionUnsupported):
+        return OPTION_UNSUPPORTED
+    if isinstance(exc, SnapshotGone):
+        return SNAPSHOT_GONE
+    return INTERNAL_ERROR
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def to_json(obj: Any) -> str:
+    """Compact JSON text (UTF-8 characters kept, no NaN)."""
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+class Dispatcher:
+    """Answers JSON-RPC messages with a SearchEngine (see the module docstring)."""
+
+    def __init__(self, engine: Any, name: str = "ladr-lab", version: str = "0.1.0") -> None:
+        self.engine = engine
+        self.info = {"name": name, "version": version}
+
+    # --- text in, text out ----------------------------------------------------------------------
+    def handle_text(self, text: str | bytes, notify: Notify | None = None) -> str | None:
+        """Answer one message given as text; None when it was only notifications."""
+        try:
+            if isinstance(text, bytes):
+                text = text.decode("utf-8")
+            msg = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            return to_json(error_response(None, PARSE_ERROR, f"Parse error: {str(exc)[:200]}"))
+        out = self.handle(msg, notify)
+        if out is None:
+            return None
+        try:
+            return _encode(out)
+        except (TypeError, ValueError, RecursionError) as exc:  # a result that is not JSON: our bug, not theirs
+            return to_json(error_response(None, INTERNAL_ERROR, f"Internal error: unserialisable result ({exc})"))
+
+    def handle(self, msg: Any, notify: Notify | None = None) -> dict | list | None:
+        """Answer one parsed message (object or batch)."""
+        if isinstance(msg, list):
+            if not msg:
+                return error_response(None, INVALID_REQUEST, "Invalid Request: empty batch")
+            if len(msg) > MAX_BATCH:
+                return error_response(None, INVALID_REQUEST, f"Invalid Request: batch larger than {MAX_BATCH}")
+            answers = [a for a in (self._one(m, notify) for m in msg) if a is not None]
+            return answers or None
+        return self._one(msg, notify)
+
+    # --- one request ----------------------------------------------------------------------------
+    def _one(self, msg: Any, notify: Notify | None) -> dict | None:
+        if not isinstance(msg, dict):
+            return error_response(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC object")
+        has_id = "id" in msg
+        id_ = msg.get("id")
+        if has_id and not _valid_id(id_):
+            return error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string, a number or null")
+        if msg.get("jsonrpc") != "2.0":
+            return error_response(id_, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
+        method = msg.get("method")
+        if not isinstance(method, str):
+            return error_response(id_, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
+        params = msg.get("params")
+        if "params" in msg and not isinstance(params, (dict, list)):
+            return error_response(id_, INVALID_REQUEST, 'Invalid Request: "params" must be an object or an array')
+        try:
+            result = self._call(method, params, notify)
+        except _NoSuchMethod:
+            return error_response(id_, METHOD_NOT_FOUND, f"Method not found: {method[:100]}") if has_id else None
+        except SearchError as exc:
+            return error_response(id_, code_of(exc), str(exc), exc.data or None) if has_id else None
+        except LadrError as exc:
+            return error_response(id_, INTERNAL_ERROR, f"Internal error: {exc}") if has_id else None
+        except Exception as exc:  # noqa: BLE001 - the server must outlive any request
+            return error_response(id_, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}") if has_id else None
+        if not has_id:
+            return None  # a notification is never answered
+        return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+    def _call(self, method: str, params: Any, notify: Notify | None) -> Any:
+        if method == "initialize":
+            return {"protocolVersion": PROTOCOL_VERSION, "serverInfo": self.info,
+                    "capabilities": self.engine.capabilities()}
+        if method == "ping":
+            return {}
+        if method in ("notifications/initialized", "notifications/cancelled", "initialized"):
+            return None
+        if method == "retrieve":
+            if isinstance(params, list):
+                raise InvalidRequestParams("retrieve params must be an object (by name), not an array")
+            token = None
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            if isinstance(meta, dict):
+                token = meta.get("progressToken")
+            progress = None
+            if token is not None and notify is not None and isinstance(token, (str, int)) \
+                    and not isinstance(token, bool):
+                def progress(done: int, total: int, message: str, hits: list | None) -> None:
+                    p: dict[str, Any] = {"progressToken": token, "progress": done, "total": total, "message": message}
+                    if hits is not None:
+                        p["hits"] = hits
+                    notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": p})
+            fast = getattr(self.engine, "retrieve_json", None)
+            if fast is not None:
+                return _Raw(fast(params if params is not None else {}, progress))
+            return self.engine.retrieve(params if params is not None else {}, progress)
+        raise _NoSuchMethod(method)
+
+
+class _NoSuchMethod(Exception):
+    pass
+
+
+class _Raw(str):
+    """A result that is already JSON text (an engine's `retrieve_json`), spliced in as it is."""
+
+
+def _encode(msg: Any) -> str:
+    if isinstance(msg, list):
+        return "[" + ",".join(_encode(m) for m in msg) + "]"
+    if isinstance(msg, dict) and isinstance(msg.get("result"), _Raw):
+        return '{"jsonrpc":"2.0","id":' + to_json(msg.get("id")) + ',"result":' + msg["result"] + "}"
+    return to_json(msg)

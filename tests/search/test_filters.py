@@ -1,0 +1,66 @@
+"""Metadata filters: and/or/not over eq ne gt gte lt lte in contains, checked before they run."""
+from __future__ import annotations
+
+import pytest
+
+from ladr_lab.search import InvalidRequestParams, load_filter
+
+META = {"year": 2017, "lang": "en", "tags": ["nlp", "Transformer"], "draft": False, "title": "Attention"}
+
+
+@pytest.mark.parametrize("leaf,expected", [
+    ({"field": "year", "op": "eq", "value": 2017}, True),
+    ({"field": "year", "op": "eq", "value": 2017.0}, True),
+    ({"field": "draft", "op": "eq", "value": 0}, False),
+    ({"field": "draft", "op": "eq", "value": False}, True),
+    ({"field": "year", "op": "ne", "value": 2018}, True),
+    ({"field": "missing", "op": "ne", "value": 1}, True),
+    ({"field": "missing", "op": "eq", "value": 1}, False),
+    ({"field": "year", "op": "gt", "value": 2016}, True),
+    ({"field": "year", "op": "gte", "value": 2017}, True),
+    ({"field": "year", "op": "lt", "value": 2017}, False),
+    ({"field": "year", "op": "lte", "value": 2017}, True),
+    ({"field": "year", "op": "gt", "value": "2016"}, False),
+    ({"field": "title", "op": "lt", "value": "B"}, True),
+    ({"field": "lang", "op": "in", "value": ["fr", "en"]}, True),
+    ({"field": "tags", "op": "in", "value": ["vision", "nlp"]}, True),
+    ({"field": "tags", "op": "eq", "value": "nlp"}, True),
+    ({"field": "tags", "op": "contains", "value": "transf"}, True),
+    ({"field": "title", "op": "contains", "value": "TENT"}, True),
+    ({"field": "tags", "op": "ne", "value": "nlp"}, False),
+])
+def test_leaf_operators(leaf, expected):
+    assert load_filter(leaf)(META) is expected
+
+
+def test_combinators():
+    f = load_filter({"and": [{"field": "lang", "op": "eq", "value": "en"},
+                             {"or": [{"field": "year", "op": "gte", "value": 2020},
+                                     {"not": {"field": "tags", "op": "contains", "value": "vision"}}]}]})
+    assert f(META)
+    assert not f({**META, "lang": "fr"})
+    assert not f({**META, "tags": ["vision"], "year": 2015})
+    assert f({**META, "tags": ["vision"], "year": 2021})
+
+
+@pytest.mark.parametrize("tree,message", [
+    ("year", "must be an object"),
+    ({"and": []}, "non-empty array"),
+    ({"field": "year", "op": "like", "value": 1}, "op must be one of"),
+    ({"field": "year", "op": "in", "value": 1}, "must be an array"),
+    ({"field": "year", "op": "gt", "value": [1]}, "number or a string"),
+    ({"field": "", "op": "eq", "value": 1}, "non-empty string"),
+    ({"field": "year", "op": "eq"}, "must be"),
+    ({"and": [{"field": "nope", "op": "eq", "value": 1}]}, 'filter.and[0].field "nope" is not a filter field'),
+])
+def test_problems_are_reported_with_their_place(tree, message):
+    with pytest.raises(InvalidRequestParams, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_filter(tree, {"year": "number", "lang": "string"})
+
+
+def test_deep_trees_are_refused_not_crashed():
+    tree: dict = {"field": "year", "op": "eq", "value": 1}
+    for _ in range(100):
+        tree = {"not": tree}
+    with pytest.raises(InvalidRequestParams, match="too large"):
+        load_filter(tree)

@@ -1,0 +1,133 @@
+"""The JSON-RPC layer: every error code, batches, notifications, progress; it never raises."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ladr_lab.server.protocol import to_json
+
+
+def call(d, method, params=None, id_=1, notify=None):
+    msg = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return json.loads(d.handle_text(json.dumps(msg), notify))
+
+
+def test_initialize_advertises_the_seed_capabilities(dispatcher):
+    res = call(dispatcher, "initialize", {"protocolVersion": "2025-06-18"})["result"]
+    assert res["serverInfo"]["name"] == "ladr-lab"
+    caps = res["capabilities"]
+    assert set(caps["retrieve"]) >= {"modes", "maxK", "rerankBuiltin", "confidence", "scoreScale", "deterministic",
+                                     "snapshots", "units", "tokenBudget"}
+    assert set(caps) >= {"retrieve", "session", "pagination", "filter", "transform"}
+    assert "year" in caps["filter"]["fields"]
+
+
+def test_retrieve_answers_with_hits(dispatcher):
+    res = call(dispatcher, "retrieve", {"query": "transformer attention", "k": 2})["result"]
+    assert res["hits"][0]["id"] == "Papers:papers/attention.md"
+    assert set(res) >= {"hits", "usage", "indexVersion"}
+
+
+@pytest.mark.parametrize("text,code", [
+    ("{not json", -32700), ("\"\\ud800\"x", -32700), ("[]", -32600), ("42", -32600), ('"str"', -32600),
+    ('{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600), ('{"jsonrpc":"2.0","id":1}', -32600),
+    ('{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600), ('{"jsonrpc":"2.0","id":1,"method":"ping","params":3}', -32600),
+    ('{"jsonrpc":"2.0","id":1,"method":"nope"}', -32601),
+    ('{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"k":3}}', -32602),
+    ('{"jsonrpc":"2.0","id":1,"method":"retrieve","params":["x"]}', -32602),
+    ('{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","rerank":{"method":"cross-encoder"}}}', -32005),
+    ('{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","indexVersion":"gone"}}', -32010),
+])
+def test_error_codes(dispatcher, text, code):
+    answer = json.loads(dispatcher.handle_text(text))
+    assert answer["error"]["code"] == code
+    assert answer["jsonrpc"] == "2.0" and "id" in answer
+
+
+def test_invalid_utf8_is_a_parse_error(dispatcher):
+    assert json.loads(dispatcher.handle_text(b'{"a":"\xff"}'))["error"]["code"] == -32700
+
+
+def test_notifications_get_no_answer_and_batches_answer_each_request(dispatcher):
+    assert dispatcher.handle_text('{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
+    assert dispatcher.handle_text('{"jsonrpc":"2.0","method":"retrieve","params":{"query":"x"}}') is None
+    assert dispatcher.handle_text('[{"jsonrpc":"2.0","method":"ping"}]') is None
+    batch = [{"jsonrpc": "2.0", "id": "a", "method": "ping"},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "retrieve", "params": {"query": "residual", "k": 1}},
+             {"jsonrpc": "2.0", "id": 3, "method": "nope"}, 5]
+    answers = json.loads(dispatcher.handle_text(json.dumps(batch)))
+    assert [a.get("id") for a in answers] == ["a", 2, 3, None]
+    assert answers[0]["result"] == {}
+    assert answers[1]["result"]["hits"][0]["id"] == "Papers:papers/resnet.md"
+    assert answers[2]["error"]["code"] == -32601 and answers[3]["error"]["code"] == -32600
+
+
+def test_progress_notifications_carry_partial_hits(dispatcher):
+    notes = []
+    res = call(dispatcher, "retrieve", {"query": "transformer", "k": 2, "_meta": {"progressToken": "t2"}},
+               notify=notes.append)["result"]
+    assert notes and all(n["method"] == "notifications/progress" and n["params"]["progressToken"] == "t2"
+                         for n in notes)
+    assert notes[0]["params"]["hits"] and notes[-1]["params"]["progress"] == notes[-1]["params"]["total"]
+    assert [h["id"] for h in notes[0]["params"]["hits"]] == [h["id"] for h in res["hits"]]
+
+
+def test_fast_json_equals_the_plain_result(dispatcher):
+    for params in ({"query": "transformer", "k": 3}, {"query": "network", "unit": "chunk", "includeVector": True},
+                   {"query": "x y", "includeText": False}, {"query": "transformer", "mode": "sparse", "k": 1}):
+        fast = call(dispatcher, "retrieve", params)["result"]
+        plain = json.loads(to_json(dispatcher.engine.retrieve(params)))
+        for r in (fast, plain):
+            r["usage"].pop("latencyMs")
+            r.pop("nextCursor", None)
+        assert fast == plain
+
+
+def test_an_engine_bug_is_an_internal_error_not_a_crash(dispatcher, monkeypatch):
+    monkeypatch.setattr(dispatcher.engine, "retrieve_json", lambda *a: 1 / 0)
+    answer = call(dispatcher, "retrieve", {"query": "x"})
+    assert answer["error"]["code"] == -32603 and "ZeroDivisionError" in answer["error"]["message"]
+    assert call(dispatcher, "ping")["result"] == {}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4), max_leaves=20)
+
+PARAM_NAMES = ["query", "k", "mode", "modality", "candidateK", "fusion", "rerank", "mmr", "transform", "filter",
+               "minScore", "recency", "unit", "level", "tokenBudget", "session", "includeText", "includeVector",
+               "seed", "indexVersion", "strict", "cursor", "_meta"]
+requests = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "2.0", "1.0", 2]), "method": st.sampled_from(["retrieve", "initialize", "x"]) | json_values},
+    optional={"id": st.integers() | st.text(max_size=5) | json_values,
+              "params": st.dictionaries(st.sampled_from(PARAM_NAMES), json_values, max_size=6) | json_values})
+
+
+def _valid_answer(text):
+    if text is None:
+        return
+    answer = json.loads(text)
+    for a in answer if isinstance(answer, list) else [answer]:
+        assert a["jsonrpc"] == "2.0" and "id" in a
+        assert ("result" in a) != ("error" in a)
+        if "error" in a:
+            assert a["error"]["code"] in (-32700, -32600, -32601, -32602, -32603, -32005, -32010)
+            assert a["error"]["code"] != -32603, a  # malformed input is never our internal error
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(msg=requests | st.lists(requests, max_size=4) | json_values)
+def test_property_malformed_requests_get_json_rpc_answers(dispatcher, msg):
+    _valid_answer(dispatcher.handle_text(json.dumps(msg)))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=200) | st.binary(max_size=200))
+def test_property_any_text_gets_an_answer(dispatcher, text):
+    _valid_answer(dispatcher.handle_text(text))

@@ -1,0 +1,181 @@
+"""The protocol through both transports, `ladr-lab serve --stdio` and `--http`, as real processes."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ladr_lab.server import RetrieveClient, RetrieveError
+
+ENV = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+
+
+def serve_cmd(slate_dir, *extra):
+    return [sys.executable, "-m", "ladr_lab", "serve", "--slate", f"Papers={slate_dir}", *extra]
+
+
+class HttpProcess:
+    """`ladr-lab serve --http 127.0.0.1:0` in a subprocess; reads the bound URL from its standard error."""
+
+    def __init__(self, cmd):
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=ENV, text=True)
+        self.url = None
+        for line in self.proc.stderr:
+            m = re.search(r"listening on (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        assert self.url, "the server did not start"
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.proc.stderr.close()
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def client(request, slate_dir):
+    if request.param == "stdio":
+        c = RetrieveClient.stdio(serve_cmd(slate_dir, "--stdio"), env=ENV)
+        yield c
+        c.close()
+    else:
+        server = HttpProcess(serve_cmd(slate_dir, "--http", "127.0.0.1:0"))
+        c = RetrieveClient.http(server.url)
+        yield c
+        c.close()
+        server.close()
+
+
+def test_initialize(client):
+    caps = client.initialize()["capabilities"]
+    assert caps["retrieve"]["modes"] == ["sparse", "dense", "hybrid"]
+    assert caps["retrieve"]["units"] == ["document", "chunk"]
+
+
+def test_every_parameter_in_one_call(client):
+    res = client.retrieve(
+        "transformer attention complexity", k=3, mode="hybrid", modality="text", candidate_k=50,
+        fusion={"method": "rrf", "rrfK": 60}, rerank=False, mmr={"lambda": 0.7},
+        filter={"and": [{"field": "lang", "op": "eq", "value": "en"}, {"field": "year", "op": "gte", "value": 2015}]},
+        min_score=0.0, recency={"field": "modified", "halfLifeDays": 3650}, unit="document", level=0,
+        token_budget=500, session="s-every", include_text=True, include_vector=True, seed=1, strict=True)
+    assert res["hits"][0]["id"] == "Papers:papers/attention.md"
+    assert all(h["meta"]["lang"] == "en" and len(h["vector"]) == 384 for h in res["hits"])
+    assert res["usage"]["effective"]["candidateK"] == 50 and len(res["hits"]) <= 3
+    again = client.retrieve("transformer attention complexity", k=3, index_version=res["indexVersion"],
+                            session="s-every")
+    assert not {h["id"] for h in again["hits"]} & {h["id"] for h in res["hits"]}
+
+
+def test_chunks_cursor_and_pinned_version(client):
+    first = client.retrieve("networks transformer", k=1, unit="chunk", mode="sparse")
+    assert first["hits"][0]["unit"] == "chunk" and "chunk" in first["hits"][0]
+    page = client.retrieve("", cursor=first["nextCursor"])
+    assert page["hits"] and page["hits"][0]["id"] != first["hits"][0]["id"]
+    assert page["indexVersion"] == first["indexVersion"]
+
+
+@pytest.mark.parametrize("params,code", [
+    ({"query": "x", "k": -1}, -32602), ({"query": "x", "unit": "community"}, -32005),
+    ({"query": "x", "transform": "hyde"}, -32005), ({"query": "x", "indexVersion": "gone"}, -32010),
+    ({"query": "x", "cursor": "gone"}, -32602),
+])
+def test_error_codes(client, params, code):
+    with pytest.raises(RetrieveError) as info:
+        client.call("retrieve", params)
+    assert info.value.code == code
+    with pytest.raises(RetrieveError) as info:
+        client.call("no/such/method")
+    assert info.value.code == -32601
+
+
+def test_non_strict_degrades_with_notes(client):
+    res = client.retrieve("attention", unit="community", transform="hyde", rerank={"method": "cross-encoder"},
+                          strict=False)
+    assert len(res["usage"]["notes"]) == 3 and res["hits"]
+
+
+@pytest.mark.parametrize("text,code", [("{oops", -32700), ("[]", -32600), ('{"jsonrpc":"2.0","id":1}', -32600),
+                                       ('"just a string"', -32600)])
+def test_malformed_messages(client, text, code):
+    assert client.send_raw(text)["error"]["code"] == code
+    assert client.call("ping") == {}
+
+
+def test_batch(client):
+    got = client.batch([("ping", None), ("retrieve", {"query": "residual networks", "k": 1}), ("nope", None)])
+    assert got[0] == {}
+    assert got[1]["hits"][0]["id"] == "Papers:papers/resnet.md"
+    assert isinstance(got[2], RetrieveError) and got[2].code == -32601
+
+
+def test_progress_notifications(client):
+    notes = []
+    res = client.retrieve("transformer", k=2, on_progress=notes.append)
+    assert notes and notes[0]["hits"] and notes[-1]["progress"] == notes[-1]["total"]
+    assert [h["id"] for h in notes[0]["hits"]] == [h["id"] for h in res["hits"]]
+
+
+_junk = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=60)
+_objs = st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params"]),
+                        st.none() | st.integers() | _junk | st.lists(st.integers(), max_size=2)
+                        | st.dictionaries(st.sampled_from(["query", "k", "filter", "mode"]), st.integers() | _junk),
+                        max_size=4).map(json.dumps)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_junk | _objs)
+def test_property_the_server_survives_malformed_input(client, text):
+    if not text.strip():
+        return
+    try:
+        answer = client.send_raw(text)
+    except RetrieveError as exc:  # HTTP may refuse a body outright; the server must still be up
+        assert "HTTP" in str(exc)
+        answer = None
+    if answer is not None:
+        for a in answer if isinstance(answer, list) else [answer]:
+            assert a.get("jsonrpc") == "2.0"
+    assert client.call("ping") == {}
+
+
+def test_http_bearer_token_and_health(slate_dir):
+    server = HttpProcess(serve_cmd(slate_dir, "--http", "127.0.0.1:0", "--token", "s3cret", "--no-chunks"))
+    try:
+        for token in (None, "wrong"):
+            with RetrieveClient.http(server.url, token=token) as c, pytest.raises(RetrieveError, match="401"):
+                c.call("ping")
+        with RetrieveClient.http(server.url, token="s3cret") as c:
+            assert c.call("ping") == {}
+        host, port = server.url.split("//")[1].rstrip("/").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("GET", "/health")
+        assert conn.getresponse().read() == b'{"ok":true}'
+        conn.request("GET", "/")
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 405
+        conn.close()
+        assert server.url.startswith("http://127.0.0.1:")
+    finally:
+        server.close()
+
+
+def test_serve_usage_errors(slate_dir, tmp_path):
+    run = lambda *a: subprocess.run(serve_cmd(slate_dir, *a), capture_output=True, text=True, env=ENV, timeout=60)  # noqa: E731
+    assert run().returncode == 2                              # neither --stdio nor --http
+    assert run("--stdio", "--http", "1").returncode == 2      # both
+    bad = run("--http", "x:y")
+    assert bad.returncode != 0 and "HOST:]PORT" in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "ladr_lab", "serve", "--slate", f"X={tmp_path / 'nope'}", "--stdio"],
+                             capture_output=True, text=True, env=ENV, timeout=60)
+    assert missing.returncode != 0 and "no such directory" in missing.stderr
