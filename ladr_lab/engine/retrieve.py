@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PathRefused, SlateError
+from ..search import similar as nearest_files
 from ..trace import Fetched
 
 MODES = ("files", "subfolders", "metatag", "glob", "similarTo")
@@ -173,7 +174,7 @@ def fetch(folder, request: dict, seen: set[str], top_k: int | None = None, limit
                             note=f"similarTo takes a text (got {_short(text)})"))
     k = top_k if top_k and top_k > 0 else DEFAULT_TOP_K
     for text in similar:
-        hits = folder.similar(text, k)
+        hits = nearest_files(folder, text, k)
         if not hits:
             rnd.add(Fetched(path=text[:60], mode="similarTo", status="no_match"))
         for rel, score in hits:

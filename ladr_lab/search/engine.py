@@ -231,7 +231,7 @@ class EmbeddedEngine:
         if req.session is not None:
             seen = self._seen(req.session)
             ranked = [(key, s) for key, s in ranked if key not in seen]
-        if use_mmr and len(ranked) > 1:
+        if use_mmr and req.mmr is not None and len(ranked) > 1:
             ranked = self._mmr(snap, ranked, unit, req.mmr)
 
         page = self._pack(snap, ranked, 0, k, unit, req.token_budget, notes)
@@ -288,13 +288,14 @@ class EmbeddedEngine:
         per_query = []
         embedder = self.corpus.embedder() if mode != "sparse" else None
         for q in queries:
-            lists: dict[str, list[tuple[str, float]]] = {}
+            lists: dict[str, list] = {}
             if mode in ("sparse", "hybrid"):
                 view = snap.chunk_sparse if unit == "chunk" else snap.sparse
                 lists["sparse"] = view.search(q, cand, allowed) if view else []
             if mode in ("dense", "hybrid"):
                 from ladr_lab.slate.embed import l2_normalize
 
+                assert embedder is not None   # dense and hybrid modes always have one
                 qvec = l2_normalize(list(embedder.embed([q])[0]))
                 lists["dense"] = self._dense_list(snap, qvec, unit, cand, allowed, per_folder)
                 if mode == "hybrid":
@@ -394,7 +395,8 @@ class EmbeddedEngine:
         page = ranked[offset:offset + k]
         if budget is None:
             return page
-        out, used = [], 0
+        out: list = []
+        used = 0
         for key, s in page:
             cost = estimate_tokens(unit_text(snap, key, unit))
             if used + cost > budget:

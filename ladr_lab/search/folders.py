@@ -22,10 +22,7 @@ from ladr_lab.errors import LadrError
 
 def vector_cache(folder: Any) -> Any:
     """The folder's embedding-vector cache (ladr_lab.slate.vectors.VectorCache)."""
-    native = getattr(folder, "vectors", None)
-    if native is not None and hasattr(native, "vectors_for"):
-        return native
-    return folder._vectors  # until Folder exposes it publicly
+    return folder.vectors
 
 
 class FileStats:

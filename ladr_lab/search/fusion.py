@@ -66,7 +66,7 @@ def mmr(ranked: Sequence[tuple[Any, float]], sim: Any, lam: float) -> list[tuple
     span = scores.max() - scores.min()
     rel = (scores - scores.min()) / span if span > 0 else np.ones(n)
     max_sim = np.zeros(n)
-    taken = np.zeros(n, dtype=bool)
+    taken: Any = np.zeros(n, dtype=bool)
     order: list[int] = []
     for _ in range(n):
         gain = lam * rel - (1 - lam) * max_sim

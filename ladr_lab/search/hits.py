@@ -63,7 +63,8 @@ def static_part(snap: Snapshot, key: str, unit: str, include_text: bool) -> tupl
             static["text"] = rec.text
         static.update(modality="text", unit=unit, level=0, meta=doc.meta, citation=doc.citation, trust=rec.trust)
         if unit == "chunk":
-            static["chunk"] = ReadOnlyDict(docId=rec.doc_id, index=rec.index, context=rec.context)
+            chunk: Any = rec
+            static["chunk"] = ReadOnlyDict(docId=chunk.doc_id, index=chunk.index, context=chunk.context)
         text = json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         got = (static, text, text[1:])  # the last: ready to follow '{"score":...,' in a hit's JSON
         rec.frags[include_text] = got
@@ -112,7 +113,7 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         rec = records.get(key)
         if rec is None:
             continue
-        fixed = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        fixed: Any = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
         st = stages.get(key, empty)
         r = _num(score)
         if len(st) == 1 and mode in st and not reranked:
@@ -147,7 +148,7 @@ def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool,
         rec = records.get(key)
         if rec is None:
             continue
-        fixed = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        fixed: Any = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
         keys.append(key)
         tails.append(fixed[2])
         scores.append(score)

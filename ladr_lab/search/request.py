@@ -182,7 +182,7 @@ def load_request(params: Any) -> RetrieveRequest:
     elif rerank is not None:
         if not isinstance(rerank, dict):
             raise InvalidRequestParams("rerank must be an object {method, model?, topN?} or false")
-        method = _str(rerank, "method")
+        method = _str(rerank, "method") or ""
         if not method:
             raise InvalidRequestParams("rerank.method is required")
         req.rerank = {"method": method, "model": _str(rerank, "model"), "topN": _int(rerank, "topN", 1)}

@@ -125,7 +125,7 @@ class _HttpTransport(_Transport):
             self._conn = None
 
 
-def _http_exception() -> type:
+def _http_exception() -> type[Exception]:
     import http.client
 
     return http.client.HTTPException
@@ -233,7 +233,7 @@ class RetrieveClient:
         return _unwrap(json.loads(text))
 
     def _exchange(self, payload: str, route: Callable[[dict], None], stream: bool = False) -> str | None:
-        return self._transport.exchange(payload, route, stream=stream)  # type: ignore[call-arg]
+        return self._transport.exchange(payload, route, stream=stream)
 
     def initialize(self) -> dict:
         """The server's info and capabilities."""
@@ -274,7 +274,7 @@ class RetrieveClient:
 
     def send_raw(self, text: str) -> Any:
         """Send raw message text and return the parsed answer (None when nothing came back); for tests."""
-        answer = self._transport.exchange(text, lambda _n: None, raw=True)  # type: ignore[call-arg]
+        answer = self._transport.exchange(text, lambda _n: None, raw=True)
         return None if answer is None else json.loads(answer)
 
     def close(self) -> None:

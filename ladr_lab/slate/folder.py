@@ -461,6 +461,11 @@ class Folder:
         return st
 
     # --- similarity -----------------------------------------------------------------------------
+    @property
+    def vectors(self) -> VectorCache:
+        """The folder's `embedding` vectors (kept current on writes once in use); the search engine reads them."""
+        return self._vectors
+
     def similar(self, text: str, top_k: int = 5) -> list[tuple[str, float]]:
         """The files nearest to `text` by embedding cosine, best first (ties by path); files with no
         positive similarity are left out."""
