@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ladr_lab.models.base import CallInfo
+
 PROMPTS = {
     "rewrite": "Rewrite the user's search query into one clear, specific search query for a document "
                "search engine. Answer with the query only, on one line.",
@@ -35,8 +37,7 @@ def _lines(text: str) -> list[str]:
 def apply_transform(model: Any, name: str, query: str) -> tuple[list[str], str]:
     """The queries to recall with after transform `name`, and the text to report as `rewrittenQuery`."""
     messages = [{"role": "system", "content": PROMPTS[name]}, {"role": "user", "content": query}]
-    done = model.complete(messages, step=f"transform:{name}", node=1, nodes=1, round=1, forced_final=False,
-                          request_match=None)
+    done = model.complete(messages, call=CallInfo(step=f"transform:{name}"))
     text = (getattr(done, "text", done) or "").strip()
     if name in ("rewrite", "hyde"):
         one = " ".join(text.split()) if name == "rewrite" else text
