@@ -17,7 +17,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,12 +25,24 @@ from typing import IO, Any
 
 from ladr_lab.runfiles.names import agent_name, encode_name
 from ladr_lab.runfiles.records import NO_CONVERSATION, format_record, format_timestamp, parse_record_line
+from ladr_lab.trace import (
+    Call,
+    Event,
+    Fetched,
+    Gate,
+    LlmCall,
+    LlmError,
+    RunEnd,
+    RunStart,
+    StepEnd,
+    StepStart,
+    Write,
+)
 
 
-def _fields(event: Any) -> dict:
-    """The fields of a trace event: a typed event's ``to_dict()``, or the dict itself (the one place events are read)."""
-    to_dict = getattr(event, "to_dict", None)
-    return to_dict() if callable(to_dict) else event
+def _typed(event: Event | Mapping[str, Any]) -> Event:
+    """A trace event as a typed event (a dict, as older callers pass, is read with ``Event.from_dict``)."""
+    return event if isinstance(event, Event) else Event.from_dict(event)
 
 
 HISTORY_SUFFIX = ".history"
@@ -93,11 +105,10 @@ def _iteration(value: Any, default: int = 1) -> int:
         return default
 
 
-def _callers_of(e: dict) -> tuple[tuple[str, str], ...] | None:
+def _callers_of(raw: Any, depth: int = 0) -> tuple[tuple[str, str], ...] | None:
     """The calls that led to an event's run, outermost first, when the event says: its ``caller``, a list of
     ``"step/node"`` (the engine's trace), or of ``[step, node]`` pairs. None when it does not say."""
-    raw = e.get("caller")
-    if raw is None or (not raw and e.get("depth")):
+    if raw is None or (not raw and depth):
         return None
     out = []
     for c in raw:
@@ -141,10 +152,10 @@ class RunFilesWriter:
         self._lock = threading.Lock()
 
     # ---- the listener ----------------------------------------------------------------------------------
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event | Mapping[str, Any]) -> None:
         """Write the records of one trace event (other event types are ignored)."""
-        e = _fields(event)
-        handler = getattr(self, "_on_" + str(e.get("type")), None)
+        e = _typed(event)
+        handler = getattr(self, "_on_" + e.type, None)
         if handler is None:
             return
         with self._lock:
@@ -163,7 +174,7 @@ class RunFilesWriter:
                 caller: Sequence[str | tuple[str, Any]] = ()) -> tuple[int | None, str]:
         """The current episode of a step's agent (None before its first) and the conversation of `node`;
         `caller` is the step's run's ``caller`` (``"step/node"`` of each call above it, outermost first)."""
-        name = agent_name(step, _callers_of({"caller": list(caller)}) or ())
+        name = agent_name(step, _callers_of(list(caller)) or ())
         agent = self._agents.get(name)
         return (agent.episode if agent else None), conversation_id(self.run_id, node)
 
@@ -185,13 +196,13 @@ class RunFilesWriter:
             self._close_all()
 
     # ---- who wrote an event ----------------------------------------------------------------------------
-    def _chain(self, e: dict) -> tuple[tuple[str, str], ...] | None:
+    def _chain(self, e: Event) -> tuple[tuple[str, str], ...] | None:
         """The calls that led to the event's run (its ``caller``, else the one `call` running at its depth); None
         when a child's event cannot be placed."""
-        given = _callers_of(e)
+        depth = e.depth or 0
+        given = _callers_of(e.caller if e.caller or not depth else None, depth)
         if given is not None:
             return given
-        depth = e.get("depth") or 0
         if not depth:
             return ()
         running = self._calls.get(depth, [])
@@ -207,11 +218,11 @@ class RunFilesWriter:
             return (*running[0][:-1], (running[0][-1][0], "*"))
         return None
 
-    def _agent(self, e: dict) -> _Agent:
+    def _agent(self, e: Event) -> _Agent:
         chain = self._chain(e)
-        step = e.get("step")
+        step = getattr(e, "step", None)
         if chain is None:  # a child event with no call to attach it to: keep it apart by depth
-            name = f"{encode_name('' if step is None else str(step))}@{e.get('depth')}"
+            name = f"{encode_name('' if step is None else str(step))}@{e.depth}"
         else:
             name = agent_name(step, chain)
         agent = self._agents.get(name)
@@ -233,39 +244,39 @@ class RunFilesWriter:
         self._history(agent, ts, NO_CONVERSATION, text)
         self._log(agent, ts, "INFO", NO_CONVERSATION, text)
 
-    def _node_agent(self, e: dict, ts: str) -> _Agent:
+    def _node_agent(self, e: Event, ts: str) -> _Agent:
         """The agent of a node's event, entering its episode if no step_start announced it."""
         agent = self._agent(e)
-        iteration = _iteration(e.get("iteration"), agent.iteration or 1)
+        iteration = _iteration(getattr(e, "iteration", None), agent.iteration or 1)
         if agent.iteration != iteration or agent.episode is None:
             self._enter(agent, iteration, ts)
         return agent
 
-    def _conv(self, e: dict) -> str:
-        return conversation_id(self.run_id, e.get("node"))
+    def _conv(self, e: Event) -> str:
+        return conversation_id(self.run_id, getattr(e, "node", None))
 
     # ---- events ----------------------------------------------------------------------------------------
-    def _on_run_start(self, e: dict, ts: str) -> None:
+    def _on_run_start(self, e: RunStart, ts: str) -> None:
         # the engine's run id names the run in its trace too: conversations then point at that trace
-        if e.get("run_id") and not e.get("depth") and not self._run_id_given:
-            self.run_id = str(e["run_id"])
+        if e.run_id and not e.depth and not self._run_id_given:
+            self.run_id = str(e.run_id)
 
-    def _on_step_start(self, e: dict, ts: str) -> None:
+    def _on_step_start(self, e: StepStart, ts: str) -> None:
         agent = self._agent(e)
-        iteration = _iteration(e.get("iteration"))
+        iteration = _iteration(e.iteration)
         self._enter(agent, iteration, ts)
         agent.in_step = True
-        parts = [str(e["step_type"])] if e.get("step_type") else []
-        if e.get("nodes") is not None:
-            parts.append(f"{e['nodes']} node{'' if e['nodes'] == 1 else 's'}")
+        parts = [str(e.step_type)] if e.step_type else []
+        if e.nodes is not None:
+            parts.append(f"{e.nodes} node{'' if e.nodes == 1 else 's'}")
         parts.append(f"iteration {iteration}")
         self._log(agent, ts, "INFO", NO_CONVERSATION, f"step started: {', '.join(parts)}")
 
-    def _on_llm_call(self, e: dict, ts: str) -> None:
+    def _on_llm_call(self, e: LlmCall, ts: str) -> None:
         agent = self._node_agent(e, ts)
         conv = self._conv(e)
-        rnd = e.get("round", "?")
-        messages = [m for m in (e.get("messages") or []) if isinstance(m, dict)]
+        rnd = e.round if e.round is not None else "?"
+        messages = [m for m in (e.messages or []) if isinstance(m, dict)]
         if rnd == 1:
             for m in messages:
                 if m.get("role") == "system":
@@ -273,86 +284,84 @@ class RunFilesWriter:
         user = [m for m in messages if m.get("role") == "user"]
         if user:
             self._history(agent, ts, conv, f"was told (round {rnd}): {user[-1].get('content', '')}")
-        if e.get("output") is not None:
-            self._history(agent, ts, conv, f"said (round {rnd}): {e['output']}")
-        verdict = e.get("request_match") or "answer"
-        line = f"round {rnd}: {verdict}" + (" (forced)" if e.get("forced_final") else "")
-        if e.get("reason"):
-            line += f" \u2014 {e['reason']}"
+        if e.output is not None:
+            self._history(agent, ts, conv, f"said (round {rnd}): {e.output}")
+        verdict = e.request_match or "answer"
+        line = f"round {rnd}: {verdict}" + (" (forced)" if e.forced_final else "")
+        if e.reason:
+            line += f" \u2014 {e.reason}"
         self._log(agent, ts, "INFO", conv, line)
-        for f in e.get("fetched") or []:
-            if isinstance(f, dict):
-                self._log(agent, ts, "INFO", conv, _fetched_line(f))
-        if e.get("request") is not None:
-            self._log(agent, ts, "DEBUG", conv, f"request: {_json(e['request'])}")
-        self._log(agent, ts, "DEBUG", conv, f"messages: {_json(e.get('messages'))}")
+        for f in e.fetched or ():
+            self._log(agent, ts, "INFO", conv, _fetched_line(f))
+        if e.request is not None:
+            self._log(agent, ts, "DEBUG", conv, f"request: {_json(e.request)}")
+        self._log(agent, ts, "DEBUG", conv, f"messages: {_json(e.messages)}")
 
-    def _on_llm_error(self, e: dict, ts: str) -> None:
+    def _on_llm_error(self, e: LlmError, ts: str) -> None:
         agent = self._node_agent(e, ts)
-        self._log(agent, ts, "ERROR", self._conv(e), f"round {e.get('round', '?')} failed: {e.get('error', '?')}")
+        rnd = e.round if e.round is not None else "?"
+        self._log(agent, ts, "ERROR", self._conv(e), f"round {rnd} failed: {e.error or '?'}")
 
-    def _on_write(self, e: dict, ts: str) -> None:
+    def _on_write(self, e: Write, ts: str) -> None:
         agent = self._node_agent(e, ts)
-        how = ", ".join(str(p) for p in (e.get("policy"), e.get("mechanism"), e.get("branch")) if p)
-        line = f"write {e.get('target', '?')}" + (f" ({how})" if how else "") + f": {e.get('status', '?')}"
-        if e.get("reason"):
-            line += f" \u2014 {e['reason']}"
+        how = ", ".join(str(p) for p in (e.policy, e.mechanism, e.branch) if p)
+        line = f"write {e.target or '?'}" + (f" ({how})" if how else "") + f": {e.status or '?'}"
+        if e.reason:
+            line += f" \u2014 {e.reason}"
         self._log(agent, ts, "INFO", self._conv(e), line)
 
-    def _on_gate(self, e: dict, ts: str) -> None:
+    def _on_gate(self, e: Gate, ts: str) -> None:
         agent = self._node_agent(e, ts)
-        action = str(e.get("action", "?"))
-        if e.get("jump"):
-            action = f"jump to {e['jump']}" if action == "jump" else f"{action}, jump to {e['jump']}"
-        line = f"gate {e.get('branch', '?')}: {action}"
-        if e.get("reason"):
-            line += f" \u2014 {e['reason']}"
+        action = str(e.action or "?")
+        if e.jump:
+            action = f"jump to {e.jump}" if action == "jump" else f"{action}, jump to {e.jump}"
+        line = f"gate {e.branch or '?'}: {action}"
+        if e.reason:
+            line += f" \u2014 {e.reason}"
         self._log(agent, ts, "INFO", self._conv(e), line)
 
-    def _on_call(self, e: dict, ts: str) -> None:
+    def _on_call(self, e: Call, ts: str) -> None:
         agent = self._node_agent(e, ts)
-        status = str(e.get("status", "?"))
+        status = str(e.status or "?")
         chain = self._chain(e)
         child = None
-        if chain is not None and e.get("child_depth") is not None:
-            me = (*chain, (str(e.get("step")), str(e.get("node"))))
-            running = self._calls.setdefault(int(e["child_depth"]), [])
+        if chain is not None and e.child_depth is not None:
+            me = (*chain, (str(e.step), str(e.node)))
+            running = self._calls.setdefault(int(e.child_depth), [])
             if status == "started":
                 running.append(me)
                 child = "@".join(f"{encode_name(s)}#{encode_name(n)}" for s, n in reversed(me))
             elif status != "depth_limit" and me in running:
                 running.remove(me)
         line = f"call {status}" + (f": child agents <step>@{child}" if child else "")
-        if e.get("reason"):
-            line += f" \u2014 {e['reason']}"
+        if e.reason:
+            line += f" \u2014 {e.reason}"
         self._log(agent, ts, "INFO", self._conv(e), line)
 
-    def _on_step_end(self, e: dict, ts: str) -> None:
+    def _on_step_end(self, e: StepEnd, ts: str) -> None:
         agent = self._agent(e)
-        iteration = _iteration(e.get("iteration"), agent.iteration or 1)
+        iteration = _iteration(e.iteration, agent.iteration or 1)
         if agent.iteration != iteration or agent.episode is None:
             self._enter(agent, iteration, ts)
         agent.state, agent.in_step = FINISHED, False
         parts = []
-        if e.get("survivors") is not None:
-            nodes = e.get("nodes")
-            parts.append(f"{e['survivors']}" + (f" of {nodes}" if nodes is not None else "") + " survived")
-        if e.get("jump"):
-            parts.append(f"jump to {e['jump']}")
+        if e.survivors is not None:
+            parts.append(f"{e.survivors}" + (f" of {e.nodes}" if e.nodes is not None else "") + " survived")
+        if e.jump:
+            parts.append(f"jump to {e.jump}")
         self._log(agent, ts, "INFO", NO_CONVERSATION, "step finished" + (f": {', '.join(parts)}" if parts else ""))
         text = f"has finished episode {agent.episode}."
         self._history(agent, ts, NO_CONVERSATION, text)
         self._log(agent, ts, "INFO", NO_CONVERSATION, text)
 
-    def _on_run_end(self, e: dict, ts: str) -> None:
-        if e.get("depth"):  # a child run's end is not the run's
+    def _on_run_end(self, e: RunEnd, ts: str) -> None:
+        if e.depth:  # a child run's end is not the run's
             return
-        status = e.get("status", "?")
         for agent in self._agents.values():
             if agent.in_step:
-                line = f"run ended ({status}) before the step finished"
-                if e.get("error"):
-                    line += f": {e['error']}"
+                line = f"run ended ({e.status or '?'}) before the step finished"
+                if e.error:
+                    line += f": {e.error}"
                 self._log(agent, ts, "WARN", NO_CONVERSATION, line)
         self._close_all()
 
@@ -408,11 +417,10 @@ class RunFilesWriter:
                 self.errors.append(f"run file {path} not closed cleanly: {exc}")
 
 
-def _fetched_line(f: dict) -> str:
-    line = f"fetched {f.get('path', '?')} [{f.get('mode', '?')}]"
-    if f.get("chars") is not None:
-        line += f" {f['chars']} chars"
-    status = f.get("status")
-    if status not in (None, "fetched"):
-        line += f" ({status})"
+def _fetched_line(f: Fetched) -> str:
+    line = f"fetched {f.path or '?'} [{f.mode or '?'}]"
+    if f.chars is not None:
+        line += f" {f.chars} chars"
+    if f.status not in (None, "", "fetched"):
+        line += f" ({f.status})"
     return line

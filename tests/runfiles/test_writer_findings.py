@@ -130,18 +130,17 @@ def test_timestamps_are_local_time_by_default_and_utc_on_request(tmp_path: Path)
                .total_seconds()) < 5
 
 
-def test_the_writer_reads_typed_events_through_to_dict(tmp_path: Path) -> None:
-    class Event:
-        def __init__(self, **kw):
-            self._kw = kw
+def test_the_writer_reads_typed_events_and_dicts_alike(tmp_path: Path) -> None:
+    from ladr_lab.trace import StepStart
 
-        def to_dict(self) -> dict:
-            return dict(self._kw)
-
-    writer = RunFilesWriter(tmp_path, clock=lambda: TS, run_id="R")
-    writer(Event(type="step_start", step="s", step_type="normal", nodes=1, iteration=1))
-    writer.close()
-    assert parse_file(tmp_path / "s.history")[0].message == "has started episode 1."
+    typed = RunFilesWriter(tmp_path / "typed", clock=lambda: TS, run_id="R")
+    typed(StepStart(step="s", step_type="normal", nodes=1, iteration=1))
+    typed.close()
+    plain = RunFilesWriter(tmp_path / "plain", clock=lambda: TS, run_id="R")
+    plain({"type": "step_start", "step": "s", "step_type": "normal", "nodes": 1, "iteration": 1})
+    plain.close()
+    assert parse_file(tmp_path / "typed" / "s.history")[0].message == "has started episode 1."
+    assert (tmp_path / "typed" / "s.log").read_text() == (tmp_path / "plain" / "s.log").read_text()
 
 
 def test_current_gives_a_step_its_episode_and_conversation(tmp_path: Path) -> None:
