@@ -57,6 +57,9 @@ class View:
         """What a notebook without the widget front end shows (a saved notebook on GitHub or nbviewer)."""
         return ""
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} ({self.css_class})>"
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict:
         data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
         fallback = self.static_html()
