@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..display import badge, concat, fmt_bytes, join, json_text, note, plural, pre, table, tag
+from ..display import Html, badge, concat, fmt_bytes, join, json_text, note, plural, pre, root, table, tag
 from ..slate import Folder, Slate, SlateStore
-from ..slate.html import DIR_ENTRIES, file_rows, folder_html
+from ..slate.html import DIR_ENTRIES, file_rows
 from ..trace import LlmCall, Trace, Write
 from ..trace.story import FetchRow, RoundStory, describe
-from .parts import PAGE, Fold, View, head_html, ipw, message_html
+from .parts import PAGE, Fold, View, button, head_html, html, ipw, message_html
 
 __all__ = ["SlateView"]
 
@@ -51,9 +51,10 @@ class SlateView(View):
     css_class = "ladr-slate-view"
 
     def __init__(self, store_or_folder: Any, slate: str | None = None, folder: str | None = None, *,
-                 page: int = PAGE, ladder: Any = None) -> None:
+                 page: int = PAGE, ladder: Any = None, lazy: bool = False) -> None:
         super().__init__()
         w = ipw()
+        self.loaded = not lazy      # lazy: the listing is read when `load()` is called (the Stepper's Slate tab)
         self.store, self._slate, self._folder, found_ladder = _store_of(store_or_folder)
         self.ladder = ladder or found_ladder
         self.page = page
@@ -66,18 +67,18 @@ class SlateView(View):
         self.picker = w.HBox([self.slate_pick, self.folder_pick])
         if self.store is None:
             self.picker.layout.display = "none"
-        self.header = w.HTML()
-        self.lit_html = w.HTML()
+        self.header = html()
+        self.lit_html = html()
         self.lit_html.add_class("ladr-lit")
         self.filter = w.Text(placeholder="filter paths (substring)", description="filter",
                              layout=w.Layout(width="22em"))
-        self.prev = w.Button(description="◀", layout=w.Layout(width="2.6em"))
-        self.next = w.Button(description="▶", layout=w.Layout(width="2.6em"))
-        self.page_label = w.HTML()
-        self.table = w.HTML()
+        self.prev = button("◀", key="arrow", width="2.6em")
+        self.next = button("▶", key="arrow", width="2.6em")
+        self.page_label = html()
+        self.table = html()
         self.table.add_class("ladr-file-table")
         self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="auto"))
-        self.preview = w.HTML()
+        self.preview = html()
         self.preview.add_class("ladr-preview")
         files_tab = w.VBox([w.HBox([self.filter, self.prev, self.page_label, self.next],
                                    layout=w.Layout(align_items="center")), self.table, self.preview_pick,
@@ -87,7 +88,7 @@ class SlateView(View):
         self.tabs = w.Tab(children=[files_tab, self.tree])
         self.tabs.set_title(0, "Files")
         self.tabs.set_title(1, "Tree")
-        self.message = w.HTML()
+        self.message = html()
         self.widget = self._root([self.picker, self.header, self.lit_html, self.tabs, self.message])
         self._start = 0
         self._stats: list[tuple[str, int, int]] = []
@@ -169,9 +170,19 @@ class SlateView(View):
         return self._folder
 
     # ---- reading --------------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Read the listing now, if the view was made `lazy` and has not read it yet."""
+        if not self.loaded:
+            self.loaded = True
+            self.refresh()
+
     def refresh(self) -> None:
         """Read the folder's listing and metatags again (after a write, or an edit on disk)."""
         f = self._folder
+        if not self.loaded:
+            self.header.value = head_html(tag("b", f.name if f is not None else ""),
+                                          note("  (the listing is read when this view is shown)"))
+            return
         if f is None:
             self.header.value = str(note("no folder to show"))
             self.table.value = ""
@@ -242,7 +253,6 @@ class SlateView(View):
         self.tree.children = tuple(self._level(""))
 
     def _level(self, sub: str) -> list:
-        w = ipw()
         f = self._folder
         entries = (f.index(sub) or []) if f is not None else []
         files = [e for e in entries if not str(e["name"]).endswith("/")]
@@ -254,14 +264,14 @@ class SlateView(View):
                                                                  f"{fmt_bytes(int(e.get('size', 0)))}")),
                             lambda p=path: self._level(p), cls="ladr-tree-dir").widget)
         if len(dirs) > DIR_ENTRIES:
-            out.append(w.HTML(value=str(note(f"… {len(dirs) - DIR_ENTRIES} more subfolders (filter the Files tab)"))))
-        html = w.HTML()
-        self._tree_files.append((html, sub))
-        self._render_files(html, sub, files)
-        out.append(html)
+            out.append(html(str(note(f"… {len(dirs) - DIR_ENTRIES} more subfolders (filter the Files tab)"))))
+        box = html()
+        self._tree_files.append((box, sub))
+        self._render_files(box, sub, files)
+        out.append(box)
         return out
 
-    def _render_files(self, html: Any, sub: str, files: list | None = None) -> None:
+    def _render_files(self, box: Any, sub: str, files: list | None = None) -> None:
         if files is None:
             f = self._folder
             files = [e for e in ((f.index(sub) or []) if f is not None else []) if not str(e["name"]).endswith("/")]
@@ -274,7 +284,7 @@ class SlateView(View):
                              style=f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None))
         if len(files) > DIR_ENTRIES * 2:
             lines.append(note(f"… {len(files) - DIR_ENTRIES * 2} more files (filter the Files tab)"))
-        html.value = str(join(lines))
+        box.value = str(join(lines))
 
     # ---- lighting a round's files ------------------------------------------------------------------------
     def light(self, trace: Any, step: str | None = None, node: int = 1, round: int = 1, iteration: int = 1) -> None:
@@ -339,10 +349,14 @@ class SlateView(View):
                                         table(["status", "mode", "path", ""], cells))
 
     def _redraw_lit(self) -> None:
+        if not self.loaded:
+            return
         self._show(self._start)
-        for html, sub in self._tree_files:
-            self._render_files(html, sub)
+        for box, sub in self._tree_files:
+            self._render_files(box, sub)
 
     def static_html(self) -> str:
-        """The folder as a static view, for a notebook saved without widget state."""
-        return folder_html(self._folder) if self._folder is not None else ""
+        """What the view shows now (the header, the lit round, the page of files), for a notebook saved without
+        widget state (`folder.to_html()` is the whole folder's static view)."""
+        return str(root(Html(self.header.value), Html(self.lit_html.value), Html(self.table.value),
+                        cls="ladr-folder", title=None))

@@ -20,13 +20,13 @@ def test_it_shows_the_first_divergence_and_opens_a_row(ladder, slates):
     dv = DiffView(a, b.trace)
     assert "ladr-diff-view" in dv.widget._dom_classes
     assert "first divergence" in dv.summary.value and "call research · node 1 · round 1" in dv.summary.value
-    assert dv.only.value and all(not r["same"] for r in dv.rows.items)
-    first = dv.rows.content.children[0]
-    first.children[0].children[0].click()
-    detail = first.children[1].children[0].value
-    assert "output" in detail and "faq.md" in detail and "a: " in detail
+    assert dv.only.value and dv.rows() and all(not r["same"] for r in dv.rows())
+    assert "ladr-diff-rows" in dv.table.value and dv.row_pick.options[1][1] == 0
+    dv.row_pick.value = 0
+    detail = dv.detail.value
+    assert "output" in detail and "faq.md" in detail and "a: " in detail and "&lt;answer&gt;" not in detail
     dv.only.value = False
-    assert len(dv.rows.items) == len(dv.diff.rows)
+    assert len(dv.rows()) == len(dv.diff.rows) and dv.table.value.count("<tr") == len(dv.diff.rows) + 1
     data = dv._repr_mimebundle_()
     assert "Run diff" in data["text/html"]
 
@@ -35,4 +35,4 @@ def test_identical_runs_say_so(ladder, slates):
     a = scripted_run(ladder, slates)
     a.run()
     dv = DiffView(a.trace, a.trace)
-    assert dv.diff.identical and "No divergence" in dv.summary.value and dv.rows.items == []
+    assert dv.diff.identical and "No divergence" in dv.summary.value and dv.rows() == []

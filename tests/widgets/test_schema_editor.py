@@ -144,3 +144,27 @@ def test_it_rejudges_an_evaluation(recorded, slates, tmp_path):
 def test_a_step_without_the_schema_is_refused(ladder):
     with pytest.raises(ConfigError, match="has no retrieve.requestMatch"):
         RequestMatchEditor(ladder("- id: plain\n"), "plain")
+
+
+def test_with_many_recorded_calls_it_judges_once_typing_pauses(recorded):
+    lad, runs = recorded
+    ed = RequestMatchEditor(lad, "research", trace=runs, debounce=30)     # a pause that never comes by itself
+    before = list(ed.rows)
+    ed.text.value = ed.text.value.replace("items: { type: string }", "items: { type: string }, maxItems: 1")
+    assert ed.rows == before and "pause" in ed.summary.value             # waiting, not judging each keystroke
+    ed.flush()
+    assert len(ed.flips) == 2 and ed._timer is None
+    ed.text.value = ed.original_text
+    ed.close()                                                            # the waiting re-judge is cancelled
+    assert ed._timer is None and len(ed.flips) == 2
+
+
+def test_set_text_judges_at_once_and_an_undone_edit_is_not_judged_again(recorded):
+    lad, runs = recorded
+    ed = RequestMatchEditor(lad, "research", trace=runs, debounce=30)
+    ed.set_text("type: object\nrequired: [answer]")
+    first = ed.rows
+    assert len(ed.flips) == 3
+    ed.set_text(ed.original_text)
+    ed.set_text("type: object\nrequired: [answer]   # a comment changes nothing")
+    assert ed.rows is first

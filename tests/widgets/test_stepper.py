@@ -116,3 +116,12 @@ def test_a_step_after_the_end_says_so(ladder, slates):
     s = _stepper(ladder, slates)
     s.run_all()
     assert s.step() == [] and "ended" in s.message.value
+
+
+def test_the_slate_tab_reads_its_listing_when_first_opened(ladder, slates):
+    s = _stepper(ladder, slates)
+    s.step()
+    assert not s.slate_view.loaded and s.slate_view.table.value == ""     # nothing read for the first paint
+    assert s.slate_view.lit["core.md"] == "fetched"                        # but the round's files are known
+    s.tabs.selected_index = 1
+    assert s.slate_view.loaded and "core.md" in s.slate_view.table.value and "fetched" in s.slate_view.table.value
