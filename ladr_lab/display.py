@@ -122,7 +122,7 @@ def badge(text: Any, color: str | None = None, *, title: str | None = None, cls:
     """A small coloured label (the colour from `COLORS` by the text when not given)."""
     c = color or COLORS.get(str(text), "#6e7781")
     return tag("span", text, cls=cls, title=title,
-               style=f"display:inline-block;padding:0 6px;border-radius:9px;font-size:0.85em;"
+               style=f"display:inline-block;padding:0 6px;border-radius:9px;font-size:0.85em;line-height:1.35;"
                      f"border: 1px solid {c}; color: {c}; white-space: nowrap")
 
 

@@ -17,6 +17,18 @@ from .parts import PAGE, View, button, html, ipw, layout
 __all__ = ["DiffView"]
 
 
+def _name(given: Any, trace: Trace, side: str) -> str:
+    """How the view names a run: its file, else its ladder and inputs (from run_start)."""
+    from pathlib import Path
+    if isinstance(given, (str, Path)):
+        return str(given)
+    start = next((e for e in trace.events if e.type == "run_start" and not e.depth), None)
+    if start is None:
+        return side
+    inputs = ", ".join(f"{k}={v!r}" for k, v in (start.get("inputs") or {}).items())
+    return f"{side}: {start.get('ladder')}" + (f" ({inputs[:80]})" if inputs else "")
+
+
 def _trace(x: Any) -> Any:
     """A Trace or path from a Trace, a Run or a JSONL path."""
     t = getattr(x, "trace", None)
@@ -28,7 +40,8 @@ class DiffView(View):
 
     css_class = "ladr-diff-view"
 
-    def __init__(self, a: Any, b: Any = None, *, page: int = PAGE, only_changes: bool = True) -> None:
+    def __init__(self, a: Any, b: Any = None, *, page: int = PAGE, only_changes: bool = True,
+                 names: tuple[str, str] | None = None) -> None:
         super().__init__()
         w = ipw()
         from ..analysis.positions import as_trace
@@ -36,6 +49,10 @@ class DiffView(View):
             raise TypeError("DiffView(a, b) compares two runs: give the traces (the RunDiff keeps no events)")
         self.a, self.b = as_trace(_trace(a)), as_trace(_trace(b))
         self.diff: RunDiff = diff_runs(self.a, self.b)
+        if names is not None:
+            self.diff.a, self.diff.b = names
+        else:       # name the runs by what tells them apart, not "trace" and "trace"
+            self.diff.a, self.diff.b = _name(a, self.a, "a"), _name(b, self.b, "b")
         self._events_a = {e.seq: e for e in self.a.events}
         self._events_b = {e.seq: e for e in self.b.events}
         self.page = page
@@ -45,7 +62,7 @@ class DiffView(View):
         self.next = button("▶", key="arrow", width="2.6em")
         self.page_label = html()
         self.table = html(cls="ladr-diff-table")
-        self.row_pick = w.Dropdown(options=[], description="open row", layout=w.Layout(width="auto"))
+        self.row_pick = w.Dropdown(options=[], description="open row", layout=w.Layout(width="34em"))
         self.detail = html(cls="ladr-diff-detail")
         self.widget = self._root([self.summary, w.HBox([self.only, self.prev, self.page_label, self.next],
                                                        layout=layout("row", align_items="center")),
@@ -77,6 +94,10 @@ class DiffView(View):
         self.row_pick.options = [("", None)] + [(f"{start + i + 1}. {r['kind']} {where_label(r)}", start + i)
                                                 for i, r in enumerate(shown)]
         self.row_pick.value = None
+        empty = not rows
+        self.table.value = str(note("nothing differs" if self.only.value else "no aligned rows")) if empty \
+            else self.table.value
+        self.row_pick.layout.display = "none" if empty else None
 
     def open_row(self, index: int) -> str:
         """Show what differs in row `index` (of the rows shown) below the table; returns its HTML."""

@@ -21,6 +21,17 @@ __all__ = ["CHUNK", "PAGE", "Fold", "PagedText", "Pager", "View", "button", "hea
 PAGE = 50            # items a pager shows at once
 CHUNK = 20_000       # characters a PagedText adds at a time
 
+# A few rules for the views' own parts (a <style> in an HTML widget applies to the page, also while that widget
+# is hidden): ipywidgets gives HTML content the line height of a button row (28px), which spreads text out.
+STYLE = """<style>
+.ladr-widget .widget-html-content { line-height: 1.45; }
+.ladr-widget .widget-html, .ladr-widget .widget-html-content { margin-top: 0; margin-bottom: 0; }
+.ladr-widget .ladr-toggle { padding: 0; min-width: 0; font-size: 12px; line-height: 1; }
+.ladr-widget .ladr-fold-head .widget-html-content { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.ladr-widget .ladr-scroll { max-height: 32em; overflow: auto; }
+.ladr-widget table td, .ladr-widget table th { line-height: 1.35; }
+</style>"""
+
 
 def ipw() -> Any:
     """The ipywidgets module (imported on first use: `import ladr_lab` never loads it)."""
@@ -47,9 +58,11 @@ class View:
         self._stack = ExitStack()
         self.widget: Any = None
 
-    def _root(self, children: Sequence[Any], **layout: Any) -> Any:
+    def _root(self, children: Sequence[Any], **layout_kw: Any) -> Any:
         w = ipw()
-        box = w.VBox(list(children), layout=w.Layout(**layout))
+        style = html(STYLE)
+        style.layout = layout("hidden", display="none")
+        box = w.VBox([style, *children], layout=w.Layout(**layout_kw))
         box.add_class("ladr-widget")
         box.add_class(self.css_class)
         return box
@@ -93,10 +106,14 @@ def layout(key: str, **kw: Any) -> Any:
     return shared("layout:" + key, lambda: ipw().Layout(**kw))
 
 
+def _html_style() -> Any:
+    from ipywidgets.widgets.widget_string import HTMLStyle
+    return HTMLStyle()
+
+
 def html(value: str = "", cls: str | None = None) -> Any:
     """An HTML widget with the shared layout and style (a third of the cost of a plain one)."""
-    from ipywidgets.widgets.widget_string import HTMLStyle
-    w = ipw().HTML(value=value, layout=layout("html"), style=shared("style:html", HTMLStyle))
+    w = ipw().HTML(value=value, layout=layout("html"), style=shared("style:html", _html_style))
     if cls:
         w.add_class(cls)
     return w
@@ -125,7 +142,8 @@ class Fold:
                              padding="0", flex="0 0 auto")
         self.toggle.add_class("ladr-toggle")
         self.head = w.HTML(value=head, layout=layout("fold-head", flex="1 1 auto", overflow="hidden"),
-                           style=html().style)
+                           style=shared("style:html", _html_style))
+        self.head.add_class("ladr-fold-head")
         self.header = w.HBox([self.toggle, self.head], layout=layout("fold-header", align_items="center"))
         self.body: Any = None
         self.widget = w.VBox([self.header], layout=layout("fold"))

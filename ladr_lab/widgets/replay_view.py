@@ -97,10 +97,10 @@ class ReplayView(View):
         for view in (self.diff_view, self.trace_view):
             if view is not None:
                 view.close()
-        self.diff_view = DiffView(self.recorded, run.trace)
+        self.diff_view = DiffView(self.recorded, run.trace, names=("recorded", "replayed"))
         self.trace_view = TraceView(run)
         self.tabs.children = [self.diff_view.widget, self.trace_view.widget]
-        self.tabs.set_title(0, "Recorded vs replayed")
+        self.tabs.set_title(0, "Diff")
         self.tabs.set_title(1, "Replayed run")
         return run
 

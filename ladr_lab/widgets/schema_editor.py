@@ -246,6 +246,8 @@ class RequestMatchEditor(View):
         if errors:
             self.schema = None
             self.summary.value = str(note("fix the schema to re-judge"))
+            self.lint_html.value = str(note("lint runs again once the schema is valid"))
+            self.findings = []
             self.rows = []
             self._show_flips(0)
             return

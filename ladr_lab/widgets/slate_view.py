@@ -15,11 +15,12 @@ from ..slate import Folder, Slate, SlateStore
 from ..slate.html import DIR_ENTRIES, file_rows
 from ..trace import LlmCall, Trace, Write
 from ..trace.story import FetchRow, RoundStory, describe
-from .parts import PAGE, Fold, View, button, head_html, html, ipw, message_html
+from .parts import Fold, View, button, head_html, html, ipw, message_html
 
 __all__ = ["SlateView"]
 
 PREVIEW_CHARS = 20_000
+NOWRAP = "white-space:nowrap"
 LIT_STYLE = {"fetched": "rgba(26,127,55,0.14)", "listed": "rgba(9,105,218,0.12)", "written": "rgba(26,127,55,0.22)",
              "already_in_context": "rgba(110,119,129,0.15)", "left_out": "rgba(130,80,223,0.12)"}
 
@@ -51,7 +52,7 @@ class SlateView(View):
     css_class = "ladr-slate-view"
 
     def __init__(self, store_or_folder: Any, slate: str | None = None, folder: str | None = None, *,
-                 page: int = PAGE, ladder: Any = None, lazy: bool = False) -> None:
+                 page: int = 20, ladder: Any = None, lazy: bool = False) -> None:
         super().__init__()
         w = ipw()
         self.loaded = not lazy      # lazy: the listing is read when `load()` is called (the Stepper's Slate tab)
@@ -77,7 +78,7 @@ class SlateView(View):
         self.page_label = html()
         self.table = html()
         self.table.add_class("ladr-file-table")
-        self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="auto"))
+        self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="34em"))
         self.preview = html()
         self.preview.add_class("ladr-preview")
         files_tab = w.VBox([w.HBox([self.filter, self.prev, self.page_label, self.next],
@@ -214,11 +215,17 @@ class SlateView(View):
         cells, styles = [], []
         for r in rows:
             st = self.lit.get(r["path"])
-            cells.append([badge(st) if st else "", tag("code", r["path"]), fmt_bytes(r["size"]), r["modified"],
-                          join((concat(tag("b", k), ": ", json_text(v, None)[:100]) for k, v in r["metatags"].items()),
-                               "; ")])
+            tags = "; ".join(f"{k}: {json_text(v, None)}" for k, v in r["metatags"].items())
+            cells.append([badge(st) if st else "", tag("code", r["path"], style=NOWRAP),
+                          tag("span", fmt_bytes(r["size"]), style=NOWRAP),
+                          tag("span", r["modified"].replace("T", " ")[:16], style=NOWRAP, title=r["modified"]),
+                          tag("div", join((concat(tag("b", k), ": ", json_text(v, None)[:100])
+                                           for k, v in r["metatags"].items()), "; "),
+                              style="max-width:40em;" + NOWRAP + ";overflow:hidden;text-overflow:ellipsis",
+                              title=tags[:2000])])
             styles.append(f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None)
-        self.table.value = str(table(["", "path", "size", "modified", "metatags"], cells, row_styles=styles))
+        self.table.value = str(tag("div", table(["", "path", "size", "modified", "metatags"], cells,
+                                                row_styles=styles), cls="ladr-scroll"))
         self.page_label.value = str(note(f"{start + 1 if n else 0:,}–{start + len(rows):,} of {n:,}"))
         self.prev.disabled = start <= 0
         self.next.disabled = start + self.page >= n
@@ -304,6 +311,7 @@ class SlateView(View):
         self._follow_folder(story.step)
         self.lit = {r.path: r.status for r in story.fetched if r.mode != "subfolders"}
         self._render_lit(story.label, story.fetched)
+        self._page_to_lit()
         self._redraw_lit()
 
     def clear_light(self) -> None:
@@ -347,6 +355,19 @@ class SlateView(View):
         cells = [[badge(r.status), r.mode, tag("code", r.path), note(r.detail.strip())] for r in rows]
         self.lit_html.value = head_html(tag("b", f"{label}: "), note(plural(len(rows), "entry", "entries")),
                                         table(["status", "mode", "path", ""], cells))
+
+    def _page_to_lit(self) -> None:
+        """Turn to the page of the first lit file when none is on the page shown (and no filter hides it)."""
+        if not self.loaded or self.filter.value or not self.lit:
+            return
+        paths = [s[0] for s in self._stats]
+        page = set(paths[self._start:self._start + self.page])
+        if page & set(self.lit):
+            return
+        import bisect
+        first = min((p for p in self.lit if p in paths), default=None)
+        if first is not None:
+            self._start = bisect.bisect_left(paths, first) // self.page * self.page
 
     def _redraw_lit(self) -> None:
         if not self.loaded:

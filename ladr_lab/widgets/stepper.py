@@ -197,6 +197,7 @@ class Stepper(View):
     # ---- drawing ---------------------------------------------------------------------------------------
     def _refresh(self, message: str = "") -> None:
         run = self.run
+        pending = [] if run.done else run.pending       # starts the run: the next prompt shows before it is sent
         n = self.rounds
         self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
         self.message.value = message
@@ -211,7 +212,6 @@ class Stepper(View):
                           tag("b", "output"), pre(res.output or "(empty)", 4000))
             self.pending_box.children = (html(str(text)),)
             return
-        pending = run.pending
         if not pending:
             self.pending_box.children = ()
             return

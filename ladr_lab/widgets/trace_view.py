@@ -105,9 +105,13 @@ class _StepRow:
         def build() -> list:
             body = self.bodies[n.node] = _NodeBody(self.view, self.block, n)
             return [body.widget]
-        fold = self.node_folds[n.node] = Fold(head_html(tag("b", f"node {n.node}"), note("  " + n.headline())), build,
-                                              cls="ladr-node")
+        fold = self.node_folds[n.node] = Fold(self._node_head(n), build, cls="ladr-node")
         return fold
+
+    @staticmethod
+    def _node_head(n: NodeOutline) -> str:
+        text = n.headline()
+        return head_html(tag("b", f"node {n.node}"), note("  " + text.split(": ", 1)[-1]))
 
     def update(self, story: Story) -> None:
         """Show a new event of this step: the header always, the body if it was built."""
@@ -130,7 +134,7 @@ class _StepRow:
         if fold is None:
             self.fold.body.children = self.fold.body.children + (self._node_fold(n).widget,)
             return
-        fold.head.value = head_html(tag("b", f"node {n.node}"), note("  " + n.headline()))
+        fold.head.value = self._node_head(n)
         if node in self.bodies and fold.built:
             self.bodies[node].add(story)
 

@@ -94,3 +94,17 @@ def test_switching_folders(slates):
 def test_it_refuses_what_it_cannot_show():
     with pytest.raises(TypeError, match="SlateView shows"):
         SlateView(42)
+
+
+def test_lighting_turns_to_the_page_of_the_lit_files(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(60):
+        (docs / f"f{i:02d}.md").write_text("x")
+    from ladr_lab.trace import Fetched, LlmCall
+    call = LlmCall(step="s", node=1, round=1, iteration=1, messages=[], output="", forced_final=False,
+                   request_match="retrieval", model="m",
+                   fetched=(Fetched(path="f45.md", mode="files", status="fetched", chars=1),))
+    sv = SlateView(tmp_path, page=20)
+    sv.light(call)
+    assert "41–60 of 60" in sv.page_label.value and "fetched" in sv.table.value
