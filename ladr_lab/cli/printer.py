@@ -7,8 +7,8 @@ write and child run on one line; and how the run ended.
 """
 from __future__ import annotations
 
-from ..trace import Event, describe
-from ..trace.story import OUTPUT_CLIP, EndStory, RoundStory, StepStory
+from ..trace import Event
+from ..trace.story import OUTPUT_CLIP, EndStory, RoundStory, StepStory, describe
 
 
 class RoundPrinter:

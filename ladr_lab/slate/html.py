@@ -7,7 +7,7 @@ levels and each directory's first `DIR_ENTRIES` entries; the rest is counted, no
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, TypeAlias
 
 from ..display import (
     Html,
@@ -25,9 +25,11 @@ from ..display import (
 )
 from .metatags import iso_utc
 
-if TYPE_CHECKING:
-    from .folder import Folder
-    from .store import Slate, SlateStore
+# Folder, Slate and SlateStore call these lazily; importing them here (even for typing) would make an import
+# cycle inside the slate package, which tests/slate/test_slate_modules.py forbids.
+_Folder: TypeAlias = Any
+_Slate: TypeAlias = Any
+_Store: TypeAlias = Any
 
 __all__ = ["DIR_ENTRIES", "FILE_ROWS", "TREE_DEPTH", "file_rows", "folder_html", "folder_text", "slate_html",
            "store_html", "tree_html"]
@@ -37,7 +39,7 @@ TREE_DEPTH = 3
 DIR_ENTRIES = 100
 
 
-def file_rows(folder: Folder, start: int = 0, count: int = FILE_ROWS, *, contains: str = "",
+def file_rows(folder: _Folder, start: int = 0, count: int = FILE_ROWS, *, contains: str = "",
               stats: list | None = None, tags: dict | None = None) -> tuple[list[dict], int]:
     """One page of the folder's files, `{path, size, modified, metatags}` each, sorted by path, and how many
     files match `contains` (a case-insensitive substring of the path) in all."""
@@ -57,7 +59,7 @@ def _tags(t: dict) -> Html:
     return join((concat(tag("b", k), ": ", json_text(v, None)[:120]) for k, v in t.items()), Html("<br>"))
 
 
-def tree_html(folder: Folder, sub: str = "", depth: int = TREE_DEPTH, entries: int = DIR_ENTRIES) -> Html:
+def tree_html(folder: _Folder, sub: str = "", depth: int = TREE_DEPTH, entries: int = DIR_ENTRIES) -> Html:
     """The folder as a tree of collapsible subfolders, `depth` levels deep, at most `entries` per directory."""
     items = folder.index(sub) or []
     out = []
@@ -76,7 +78,7 @@ def tree_html(folder: Folder, sub: str = "", depth: int = TREE_DEPTH, entries: i
     return join(out) if out else note("(empty)")
 
 
-def folder_html(folder: Folder) -> str:
+def folder_html(folder: _Folder) -> str:
     """A folder: counts, its index (direct entries), the tree, and its files with sizes, dates and metatags."""
     stats = folder.file_stats()
     tags = folder.metatags()
@@ -104,7 +106,7 @@ def folder_html(folder: Folder) -> str:
                 cls="ladr-folder", title=f"Folder {folder.name}")
 
 
-def folder_text(folder: Folder, rows: int = 20) -> str:
+def folder_text(folder: _Folder, rows: int = 20) -> str:
     """A folder as text: its path and counts, then its first files."""
     stats = folder.file_stats()
     lines = [f"{folder!r}: {len(stats):,} file(s), {fmt_bytes(sum(s[1] for s in stats))}"]
@@ -114,7 +116,7 @@ def folder_text(folder: Folder, rows: int = 20) -> str:
     return "\n".join(lines)
 
 
-def _folder_row(slate: Slate, name: str) -> list:
+def _folder_row(slate: _Slate, name: str) -> list:
     try:
         stats = slate.folder(name).file_stats()
     except Exception as exc:  # an unreadable folder is shown as such, never breaks the view
@@ -122,14 +124,14 @@ def _folder_row(slate: Slate, name: str) -> list:
     return [tag("code", name), f"{len(stats):,}", fmt_bytes(sum(s[1] for s in stats))]
 
 
-def slate_html(slate: Slate) -> str:
+def slate_html(slate: _Slate) -> str:
     """A slate: its root and its folders with file counts and sizes."""
     rows = [_folder_row(slate, n) for n in slate.folder_names()]
     return root(kv_table([("root", str(slate.root))]), table(["folder", "files", "size"], rows),
                 cls="ladr-slate", title=f"Slate {slate.title}")
 
 
-def store_html(store: SlateStore) -> str:
+def store_html(store: _Store) -> str:
     """Every bound slate with its folders."""
     parts = [Html(slate_html(store.slate(t))) for t in store.titles()]
     return root(join(parts) if parts else note("no slate bound"), cls="ladr-store", title="Slates")

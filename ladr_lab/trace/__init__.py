@@ -3,7 +3,9 @@
 Event types (SPEC §9): `run_start`, `step_start`, `llm_call`, `llm_error` (a model call that failed),
 `gate`, `write`, `call`, `step_end`, `run_end`, `internal_error`; each is one frozen class in
 `events.py` with `to_dict()` / `Event.from_dict()`. Every recorded event carries `seq` (0-based order
-in the run) and `t` (seconds since the run started).
+in the run) and `t` (seconds since the run started). What each event says, for every view (the round
+printer, the static HTML, the widgets), is decided in `story.py`, imported when first needed
+(`from ladr_lab.trace.story import describe`).
 """
 from .events import (
     EVENT_TYPES,
@@ -25,7 +27,6 @@ from .events import (
     Write,
 )
 from .recording import ListenerFailure, ListenerWarning, Trace, load_trace
-from .story import Outline, describe
 from .tables import TABLES
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "ListenerWarning",
     "LlmCall",
     "LlmError",
-    "Outline",
     "PromptSection",
     "RunEnd",
     "RunStart",
@@ -51,6 +51,5 @@ __all__ = [
     "Trace",
     "UnknownEvent",
     "Write",
-    "describe",
     "load_trace",
 ]

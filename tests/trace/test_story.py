@@ -7,8 +7,8 @@ import io
 from ladr_lab.cli import RoundPrinter
 from ladr_lab.engine import Run
 from ladr_lab.models import ScriptedModel
-from ladr_lab.trace import Fetched, Gate, Judgement, LlmCall, Outline, Write, describe
-from ladr_lab.trace.story import GateStory, RoundStory, VerdictStory, WriteStory, round_tag
+from ladr_lab.trace import Fetched, Gate, Judgement, LlmCall, Write
+from ladr_lab.trace.story import GateStory, Outline, RoundStory, VerdictStory, WriteStory, describe, round_tag
 from tests.helpers_display import big_trace, scripted_run
 
 
