@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
+from ..display import Displayable
 from ..errors import LadrError
 from ..trace import Gate, Trace, Write
 from .positions import as_ladder, as_trace
@@ -115,13 +116,14 @@ def _written_slates(ladder: Ladder) -> set[str]:
 
 
 @dataclass
-class Evaluation:
+class Evaluation(Displayable):
     """An evaluation's results: one row per input (status, output, calls, tokens, cost, gate outcomes,
     writes, error, the trace's path), read from and saved to its output folder."""
 
     out: Path
     rows: list[dict] = field(default_factory=list)
     interrupted: bool = False
+    _traces: dict[str, Trace] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def results(self):
@@ -136,11 +138,19 @@ class Evaluation:
         return pd.DataFrame(rows, columns=[COLUMNS[0], *extra, *COLUMNS[1:]])
 
     def trace(self, row: str) -> Trace:
-        """The trace of one row."""
+        """The trace of one row (read once, then kept: re-judging reads every row's trace at each edit)."""
+        got = self._traces.get(str(row))
+        if got is not None:
+            return got
         for r in self.rows:
             if str(r["row"]) == str(row):
-                return as_trace(self.out / r["trace"])
+                got = self._traces[str(row)] = as_trace(self.out / r["trace"])
+                return got
         raise KeyError(f"no row {row!r} in {self.out}")
+
+    def traces(self) -> list[tuple[str, Trace]]:
+        """(row id, trace) of every row whose trace file exists, in input order."""
+        return [(str(r["row"]), self.trace(str(r["row"]))) for r in self.rows if (self.out / r["trace"]).is_file()]
 
     def counts(self) -> dict[str, int]:
         """How many rows ended with each status."""
@@ -168,7 +178,7 @@ class Evaluation:
                 out.append({"row": r["row"], "status": r["status"], "verdicts": 0, "flips": 0, "changed": 0,
                             "first_flip": "(no trace)", "effect": "", "steps": ""})
                 continue
-            rows = rejudge_rows(path, edits, step=step, slates=slates)
+            rows = rejudge_rows(self.trace(str(r["row"])), edits, step=step, slates=slates)
             flips = [x for x in rows if x["flipped"]]
             first = flips[0] if flips else None
             out.append({"row": r["row"], "status": r["status"], "verdicts": len(rows), "flips": len(flips),
@@ -180,6 +190,19 @@ class Evaluation:
                         "effect": "" if first is None else first["effect"],
                         "steps": ", ".join(sorted({x["step"] for x in flips}))})
         return out
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        return f"<Evaluation: {len(self.rows)} row(s) ({counts or 'none'}) in {self.out}>"
+
+    def to_text(self) -> str:
+        """The summary as `ladr-lab eval` prints it."""
+        return self.format()
+
+    def to_html(self) -> str:
+        """Counts by status and the results table as a static HTML view."""
+        from .html import evaluation_html
+        return evaluation_html(self)
 
     def format(self) -> str:
         """A one-line summary per status, and the output folder."""

@@ -3,12 +3,15 @@
 Event types (SPEC §9): `run_start`, `step_start`, `llm_call`, `llm_error` (a model call that failed),
 `gate`, `write`, `call`, `step_end`, `run_end`, `internal_error`; each is one frozen class in
 `events.py` with `to_dict()` / `Event.from_dict()`. Every recorded event carries `seq` (0-based order
-in the run) and `t` (seconds since the run started).
+in the run) and `t` (seconds since the run started). What each event says, for every view (the round
+printer, the static HTML, the widgets), is decided in `story.py`, imported when first needed
+(`from ladr_lab.trace.story import describe`).
 """
 from .events import (
     EVENT_TYPES,
     Call,
     Event,
+    Events,
     Fetched,
     Gate,
     InternalError,
@@ -30,6 +33,7 @@ __all__ = [
     "Call",
     "EVENT_TYPES",
     "Event",
+    "Events",
     "Fetched",
     "Gate",
     "InternalError",
