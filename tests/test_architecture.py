@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parents[1] / "ladr_lab"
 # module (first component below ladr_lab) -> layer; a module may import only its own layer or lower ones
 LAYERS = {
     "errors": 0,
-    "jsonx": 1, "slate": 1,
+    "jsonx": 1, "slate": 1, "display": 1,
     "config": 2, "models": 2, "trace": 2,
     "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,

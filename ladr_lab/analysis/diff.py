@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..display import Displayable
 from ..trace import Gate, LlmCall, RunEnd, Trace, Write
 from .positions import Where, as_trace, iter_located, trace_label
 from .prompts import diff_prompts, format_diffs, text_diff
@@ -121,7 +122,7 @@ def _detail(a, b) -> str:
 
 
 @dataclass
-class RunDiff:
+class RunDiff(Displayable):
     """Two runs compared: aligned rows, the first divergence, totals and per-step deltas, fetched files and
     writes that only one run made."""
 
@@ -150,6 +151,21 @@ class RunDiff:
         return {"a": self.a, "b": self.b, "identical": self.identical, "first_divergence": self.first_divergence,
                 "totals": self.totals, "per_step": self.per_step, "fetched": self.fetched, "writes": self.writes,
                 "rows": self.rows}
+
+    def __repr__(self) -> str:
+        fd = self.first_divergence
+        what = "identical" if self.identical else (f"first divergence: {fd['kind']} {fd['where']}" if fd else
+                                                   "same calls, different ending")
+        return f"<RunDiff {self.a} vs {self.b}: {len(self.rows)} aligned rows, {what}>"
+
+    def to_text(self) -> str:
+        """The report as `ladr-lab trace diff` prints it."""
+        return self.format()
+
+    def to_html(self) -> str:
+        """Totals, the first divergence and the aligned rows as a static HTML view."""
+        from .html import diff_html
+        return diff_html(self)
 
     def format(self) -> str:
         """A readable report: totals, the first divergence, then every aligned row that differs."""

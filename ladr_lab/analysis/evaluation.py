@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
+from ..display import Displayable
 from ..errors import LadrError
 from ..trace import Gate, Trace, Write
 from .positions import as_ladder, as_trace
@@ -115,7 +116,7 @@ def _written_slates(ladder: Ladder) -> set[str]:
 
 
 @dataclass
-class Evaluation:
+class Evaluation(Displayable):
     """An evaluation's results: one row per input (status, output, calls, tokens, cost, gate outcomes,
     writes, error, the trace's path), read from and saved to its output folder."""
 
@@ -180,6 +181,19 @@ class Evaluation:
                         "effect": "" if first is None else first["effect"],
                         "steps": ", ".join(sorted({x["step"] for x in flips}))})
         return out
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        return f"<Evaluation: {len(self.rows)} row(s) ({counts or 'none'}) in {self.out}>"
+
+    def to_text(self) -> str:
+        """The summary as `ladr-lab eval` prints it."""
+        return self.format()
+
+    def to_html(self) -> str:
+        """Counts by status and the results table as a static HTML view."""
+        from .html import evaluation_html
+        return evaluation_html(self)
 
     def format(self) -> str:
         """A one-line summary per status, and the output folder."""

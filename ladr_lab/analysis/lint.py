@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder, Step
+from ..display import Displayable
 from ..engine.judging import judge
 from ..engine.retrieve import MODES
 from ..errors import ConfigError
@@ -82,7 +83,7 @@ def _call_label(e: dict) -> str:
 
 
 @dataclass
-class LintReport:
+class LintReport(Displayable):
     """What lint found in a ladder (and its traces): findings, or the ladder's errors when it is invalid."""
 
     ladder: str
@@ -109,6 +110,22 @@ class LintReport:
         """Everything as JSON-ready data (what `ladr-lab lint --json` prints)."""
         return {"ladder": self.ladder, "ok": self.ok, "traces": self.traces,
                 "findings": [f.to_dict() for f in self.findings], "problems": [p.to_dict() for p in self.problems]}
+
+    def __repr__(self) -> str:
+        counts: defaultdict[str, int] = defaultdict(int)
+        for f in self.findings:
+            counts[f.severity] += 1
+        found = ", ".join(f"{n} {s}(s)" for s, n in counts.items()) or "nothing found"
+        return f"<LintReport of {self.ladder}: " + (f"{len(self.problems)} error(s)>" if self.problems else f"{found}>")
+
+    def to_text(self) -> str:
+        """The report as `ladr-lab lint` prints it."""
+        return self.format()
+
+    def to_html(self) -> str:
+        """The findings as a static HTML view."""
+        from .html import lint_html
+        return lint_html(self)
 
     def format(self) -> str:
         """The report as text."""

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..display import Displayable
 from ..slate import FolderSpec
 
 STEP_TYPES = ("normal", "sequential", "group", "call")
@@ -189,8 +190,8 @@ class Budget:
 
 
 @dataclass(frozen=True)
-class Ladder:
-    """A validated ladder document."""
+class Ladder(Displayable):
+    """A validated ladder document (in a notebook it shows its slates, steps, warnings and YAML source)."""
 
     name: str
     steps: tuple[Step, ...]
@@ -204,6 +205,21 @@ class Ladder:
     raw: Any = None
     warnings: tuple = ()
     positions: Any = None
+
+    def __repr__(self) -> str:
+        # the dataclass repr would print the whole document text, its parsed form and positions
+        steps = [s.id for s in self.steps]
+        return f"Ladder({self.name!r}, steps={steps!r}" + (f", file={self.file!r})" if self.file else ")")
+
+    def to_text(self) -> str:
+        """The ladder in a few lines: one per step."""
+        from .html import ladder_text
+        return ladder_text(self)
+
+    def to_html(self) -> str:
+        """The ladder as a static HTML view."""
+        from .html import ladder_html
+        return ladder_html(self)
 
     def where(self, path: tuple) -> str | None:
         """`file:line:column` of a document path, when known."""

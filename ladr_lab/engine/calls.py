@@ -12,8 +12,11 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..display import Displayable
 from ..errors import LadrError
 from ..models import CallInfo, Completion, Model
+from ..trace import PromptSection
+from ..trace.events import split_sections
 
 T = TypeVar("T")
 Answer = tuple[int, Completion | BaseException]
@@ -22,19 +25,45 @@ CallGen = Generator[list["CallRequest"], Answer, T]
 _ids = itertools.count(1)
 
 
-@dataclass
-class CallRequest:
-    """One model call the run is waiting for: who asks (`info`), the exact messages, and the model."""
+@dataclass(repr=False)
+class CallRequest(Displayable):
+    """One model call the run is waiting for: who asks (`info`), the exact messages, the model, and the user
+    message's sections (`[kind, name, chars]`, as the trace records them)."""
 
     id: int
     info: CallInfo
     messages: list[dict]
     model: Model
+    sections: list | None = None
 
     @classmethod
-    def new(cls, info: CallInfo, messages: list[dict], model: Model) -> CallRequest:
+    def new(cls, info: CallInfo, messages: list[dict], model: Model, sections: list | None = None) -> CallRequest:
         """A request with a fresh id (ids grow, so the smallest pending id is the oldest call)."""
-        return cls(next(_ids), info, messages, model)
+        return cls(next(_ids), info, messages, model, [list(s) for s in sections] if sections else None)
+
+    def prompt_sections(self) -> list[PromptSection]:
+        """The prompt as named parts (system prompt, fields, retrieved blocks, the forced-final line)."""
+        return split_sections(self.messages, self.sections)
+
+    @property
+    def prompt_chars(self) -> int:
+        """Characters of every message's content."""
+        return sum(len(m.get("content") or "") for m in self.messages if isinstance(m, dict))
+
+    def __repr__(self) -> str:
+        forced = ", forced final" if self.info.forced_final else ""
+        return (f"<CallRequest #{self.id} {self.info.label} round {self.round}{forced}: "
+                f"{self.prompt_chars:,} prompt chars to {getattr(self.model, 'name', '?')}>")
+
+    def to_text(self) -> str:
+        """Who asks, and the prompt section by section (each cut to a screenful)."""
+        from .html import request_text
+        return request_text(self)
+
+    def to_html(self) -> str:
+        """Who asks and the exact prompt, its sections collapsible, as a static HTML view."""
+        from .html import request_html
+        return request_html(self)
 
     @property
     def step(self) -> str:

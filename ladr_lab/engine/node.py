@@ -27,10 +27,11 @@ class NodeOutcome:
     writes: list[PlannedWrite] = field(default_factory=list)
 
 
-def ask(x: Executor, info: CallInfo, messages: list[dict], step: Step) -> CallGen[Completion]:
+def ask(x: Executor, info: CallInfo, messages: list[dict], step: Step, sections: list | None = None
+        ) -> CallGen[Completion]:
     """Yield one model call and return its Completion; a failed call is recorded and raised."""
     x.ledger.reserve_call()
-    req = CallRequest.new(info, messages, x.model_for(step))
+    req = CallRequest.new(info, messages, x.model_for(step), sections)
     rid, comp = yield [req]
     assert rid == req.id
     if isinstance(comp, BaseException):
@@ -68,7 +69,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
                         request_match=r.request_match if r and not forced else None,
                         retrieve_as=r.as_ if r else None, output_schema=out_schema,
                         equals=gate.equals if gate else None)
-        comp = yield from ask(x, info, messages, step)
+        comp = yield from ask(x, info, messages, step, sections)
         call = LlmCall(step=step.id, node=node, round=round_, iteration=x.state.iteration, messages=messages,
                        output=comp.text, forced_final=forced, request_match=None,
                        model=comp.model or getattr(x.model_for(step), "name", ""), tokens_in=comp.tokens_in,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..config.model import Ladder
+from ..display import Displayable
 from ..errors import (
     BudgetExhausted,
     LadrError,
@@ -31,7 +32,7 @@ from ..errors import (
 from ..models import Completion, Model, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
-from ..trace import Event, InternalError, RunEnd, RunStart, Trace
+from ..trace import Events, InternalError, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
 from .context import Executor, Ledger
 from .retrieve import Limits
@@ -40,7 +41,7 @@ from .steps import Abort, run_steps
 
 
 @dataclass
-class RunResult:
+class RunResult(Displayable):
     """The summary of a finished run (the CLI's --json line): status, output, counts, and the error as data."""
 
     status: str
@@ -63,6 +64,16 @@ class RunResult:
         """The summary as a JSON-ready dict."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def to_text(self) -> str:
+        """Status, counts, the error and the output, as plain text."""
+        from .html import result_text
+        return result_text(self)
+
+    def to_html(self) -> str:
+        """The summary as a static HTML view."""
+        from .html import result_html
+        return result_html(self)
+
     def __call__(self) -> RunResult:
         # `Run.result` was a method before it became a property; calling it still works for one release.
         warnings.warn("Run.result is a property now: write run.result, not run.result()", DeprecationWarning,
@@ -70,9 +81,9 @@ class RunResult:
         return self
 
 
-class Run:
+class Run(Displayable):
     """One execution of a ladder, drivable one model call at a time (`step`), a step at a time (`run_step`)
-    or to the end (`run`).
+    or to the end (`run`). As a notebook cell's value it shows its status, the next prompt and the rounds so far.
 
     `max_fetch_chars` bounds one retrieved entry (and a slateRead of a whole file), `max_round_chars` one
     round's retrieved block (see `engine.retrieve.Limits` for the defaults and why)."""
@@ -157,7 +168,7 @@ class Run:
         """Model calls made so far (children included)."""
         return self.ledger.llm_calls
 
-    def step(self, output: str | None = None, *, call: CallRequest | None = None) -> list[Event]:
+    def step(self, output: str | None = None, *, call: CallRequest | None = None) -> Events:
         """Make exactly one model call (the oldest pending one, or `call`) and return the events it produced.
 
         With `output`, the call is answered by that text instead of the model (a fork): it is judged and
@@ -175,9 +186,9 @@ class Run:
                 text = str(output)
                 self._deliver(req, Completion(text, estimate_message_tokens(req.messages), estimate_tokens(text),
                                               model="edited", provenance="edited"))
-        return self.trace.events[mark:]
+        return Events(self.trace.events[mark:])
 
-    def run_step(self) -> list[Event]:
+    def run_step(self) -> Events:
         """Advance until the step now executing has ended; return the events produced (they end with the
         next step's `step_start` when the run goes on, since the run then waits at that step's first call)."""
         mark = len(self.trace.events)
@@ -186,7 +197,7 @@ class Run:
             self.step()
             if any(e.type in ("step_end", "run_end") and e.depth == self.depth for e in self.trace.events[mark:]):
                 break
-        return self.trace.events[mark:]
+        return Events(self.trace.events[mark:])
 
     def run(self) -> RunResult:
         """Run to the end, with parallel nodes' calls in flight at once; return the summary."""
@@ -225,6 +236,25 @@ class Run:
                          error_where=self.ladder.where(tuple(path)) if path else None,
                          divergence=getattr(self.model, "divergence", None),
                          live_calls=getattr(self.model, "live_calls", None))
+
+    def __repr__(self) -> str:
+        nxt = ""
+        if self._started and self._pending:
+            r = min(self._pending, key=lambda q: q.id)
+            nxt = f", next: {r.step} node {r.node} round {r.round}"
+        calls = self.ledger.llm_calls
+        return f"<Run of {self.ladder.name}: {self.status}, {calls} model call{'s' if calls != 1 else ''}{nxt}>"
+
+    def to_text(self) -> str:
+        """Status, the next call, and the rounds so far, as plain text."""
+        from .html import run_text
+        return run_text(self)
+
+    def to_html(self) -> str:
+        """Status, the next prompt (its sections collapsible) and the rounds so far, as a static HTML view.
+        Showing a run does not start it: a run not yet started shows its ladder and inputs."""
+        from .html import run_html
+        return run_html(self)
 
     def close(self) -> None:
         """Release the models this run created (a model passed in is the caller's to close)."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ladr_lab.display import Displayable
 from ladr_lab.errors import PathRefused, SlateError
 from ladr_lab.slate.cache import DirNode, FileRec, ReadOnlyDict, Tree
 from ladr_lab.slate.embed import Embedder
@@ -62,8 +63,9 @@ def _lstat(path: str) -> os.stat_result | None:
         return None
 
 
-class Folder:
-    """A declared folder of a slate (a directory that may not exist until the first write)."""
+class Folder(Displayable):
+    """A declared folder of a slate (a directory that may not exist until the first write); in a notebook it
+    shows its index, tree and files with their metatags."""
 
     def __init__(self, spec: FolderSpec, path: str | os.PathLike, embedder: Callable[[], Embedder],
                  *, watch: bool = True) -> None:
@@ -89,6 +91,16 @@ class Folder:
 
     def __repr__(self) -> str:
         return f"Folder({self.name!r}, {self._dir!r})"
+
+    def to_text(self) -> str:
+        """The folder's path, counts and first files."""
+        from ladr_lab.slate.html import folder_text
+        return folder_text(self)
+
+    def to_html(self) -> str:
+        """The folder as a static HTML view: counts, index, tree, files with sizes, dates and metatags."""
+        from ladr_lab.slate.html import folder_html
+        return folder_html(self)
 
     # --- safe path resolution -------------------------------------------------------------------
     def normalize(self, rel: Rel) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ladr_lab.display import Displayable
 from ladr_lab.errors import PathRefused, SlateError
 from ladr_lab.slate.embed import Embedder, get_embedder
 from ladr_lab.slate.folder import Folder
@@ -24,7 +25,7 @@ from ladr_lab.slate.spec import FolderSpec
 __all__ = ["FolderSpec", "Slate", "SlateStore"]
 
 
-class Slate:
+class Slate(Displayable):
     """One bound slate: a title, a root directory and its folders (declared, or any when undeclared)."""
 
     def __init__(self, title: str, root: str | os.PathLike, folders: Iterable[FolderSpec] | None,
@@ -46,6 +47,11 @@ class Slate:
 
     def __repr__(self) -> str:
         return f"Slate({self.title!r}, {str(self.root)!r})"
+
+    def to_html(self) -> str:
+        """The slate's folders with their file counts and sizes."""
+        from ladr_lab.slate.html import slate_html
+        return slate_html(self)
 
     def _check_folder_name(self, name: object) -> str:
         try:
@@ -111,7 +117,7 @@ class Slate:
             folder.close()
 
 
-class SlateStore:
+class SlateStore(Displayable):
     """All slates of one run, by title; shared with child runs.
 
     `watch=False` keeps listings current by re-stating at each read instead of file-system
@@ -127,6 +133,14 @@ class SlateStore:
 
     def __enter__(self) -> SlateStore:
         return self
+
+    def __repr__(self) -> str:
+        return f"<SlateStore: {', '.join(self.titles()) or 'nothing bound'}>"
+
+    def to_html(self) -> str:
+        """Every bound slate with its folders."""
+        from ladr_lab.slate.html import store_html
+        return store_html(self)
 
     def __exit__(self, *exc: object) -> None:
         self.close()

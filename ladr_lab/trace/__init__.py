@@ -9,6 +9,7 @@ from .events import (
     EVENT_TYPES,
     Call,
     Event,
+    Events,
     Fetched,
     Gate,
     InternalError,
@@ -24,12 +25,14 @@ from .events import (
     Write,
 )
 from .recording import ListenerFailure, ListenerWarning, Trace, load_trace
+from .story import Outline, describe
 from .tables import TABLES
 
 __all__ = [
     "Call",
     "EVENT_TYPES",
     "Event",
+    "Events",
     "Fetched",
     "Gate",
     "InternalError",
@@ -38,6 +41,7 @@ __all__ = [
     "ListenerWarning",
     "LlmCall",
     "LlmError",
+    "Outline",
     "PromptSection",
     "RunEnd",
     "RunStart",
@@ -47,5 +51,6 @@ __all__ = [
     "Trace",
     "UnknownEvent",
     "Write",
+    "describe",
     "load_trace",
 ]

@@ -18,10 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..display import Displayable
+
 __all__ = [
-    "EVENT_TYPES", "Call", "Event", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError",
+    "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError",
     "PromptSection", "RunEnd",
-    "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write",
+    "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write", "split_sections",
 ]
 
 
@@ -104,8 +106,8 @@ class Judgement:
         return cls(**known, extra={k: v for k, v in data.items() if k not in cls._ORDER})
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
+@dataclass(frozen=True, kw_only=True, repr=False)
+class Event(Displayable):
     """Base of every trace event: `seq` (0-based order) and `t` (seconds since the run began) are set
     when the trace records it; `depth` and `caller` locate an event of a child run."""
 
@@ -184,6 +186,22 @@ class Event:
             return self.extra.get(name, default)
         return value
 
+    def __repr__(self) -> str:
+        # compact: a model call's repr must not dump its whole prompt (see trace/story.py for the words)
+        from .story import describe
+        seq = f"#{self.seq} " if self.seq is not None else ""
+        return f"{type(self).__name__}({seq}{describe(self).summary()})"
+
+    def to_text(self) -> str:
+        """The event as the round printer words it (several lines for a model call)."""
+        from .story import describe
+        return "\n".join(describe(self).text_lines()) or describe(self).headline()
+
+    def to_html(self) -> str:
+        """The event as a static HTML view (a model call with its prompt's sections collapsible)."""
+        from .html import event_html
+        return event_html(self)
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, (Fetched, Judgement)):
@@ -193,7 +211,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class RunStart(Event):
     """The run began: which ladder, which model, its inputs and budget."""
 
@@ -206,7 +224,7 @@ class RunStart(Event):
     run_id: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class StepStart(Event):
     """A step began (once per execution: a loop runs a step again in a new iteration)."""
 
@@ -217,7 +235,7 @@ class StepStart(Event):
     iteration: int = 1
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class LlmCall(Event):
     """One model call: the exact messages, the output, and how the runtime judged it.
 
@@ -263,16 +281,23 @@ class LlmCall(Event):
     def prompt_sections(self) -> list[PromptSection]:
         """The prompt as named parts: the system prompt, each field, each retrieved block, the forced-final
         line (from `sections`; a trace without them gives the system and the whole user message)."""
-        system = next((m.get("content") or "" for m in self.messages if m.get("role") == "system"), "")
-        user = next((m.get("content") or "" for m in reversed(self.messages) if m.get("role") == "user"), "")
-        out = [PromptSection("system", "systemPrompt", system)]
-        if not self.sections:
-            return out + [PromptSection("user", "user", user)]
-        pos = 0
-        for kind, name, chars in self.sections:
-            out.append(PromptSection(kind, name, user[pos:pos + chars]))
-            pos += chars + 2          # blocks are joined by a blank line
-        return out
+        return split_sections(self.messages, self.sections)
+
+
+def split_sections(messages: list, sections: list | None) -> list[PromptSection]:
+    """A prompt's messages cut into named parts by `sections` (`[kind, name, chars]` of the user message's
+    blocks, joined by blank lines); without `sections`, the system prompt and the whole user message."""
+    system = next((m.get("content") or "" for m in messages if isinstance(m, dict) and m.get("role") == "system"), "")
+    user = next((m.get("content") or "" for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"),
+                "")
+    out = [PromptSection("system", "systemPrompt", system)]
+    if not sections:
+        return out + [PromptSection("user", "user", user)]
+    pos = 0
+    for kind, name, chars in sections:
+        out.append(PromptSection(kind, name, user[pos:pos + chars]))
+        pos += chars + 2          # blocks are joined by a blank line
+    return out
 
 
 @dataclass(frozen=True)
@@ -284,7 +309,7 @@ class PromptSection:
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class LlmError(Event):
     """A model call that failed (not counted in llm_calls): what was asked and the error."""
 
@@ -296,7 +321,7 @@ class LlmError(Event):
     error: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class Gate(Event):
     """A node's `if:` decided: condition, matched or not, the branch and action taken, and why."""
 
@@ -313,7 +338,7 @@ class Gate(Event):
     verdict: Judgement | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class Write(Event):
     """A write was made or skipped: target, policy, mechanism (slateWrite | gate) and why."""
 
@@ -333,7 +358,7 @@ class Write(Event):
     verdict: Judgement | None = None     # slateWrite: how the output was judged against `match`
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class Call(Event):
     """A `call` step's child run: started, ended (with its status and output), or `depth_limit`."""
 
@@ -349,7 +374,7 @@ class Call(Event):
     output: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class StepEnd(Event):
     """A step ended: how many nodes survived, and the jump it takes (if any)."""
 
@@ -361,7 +386,7 @@ class StepEnd(Event):
     iteration: int = 1
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class RunEnd(Event):
     """The run ended: status, output, error, and the counts. Always the last event."""
 
@@ -376,7 +401,7 @@ class RunEnd(Event):
     error_step: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class InternalError(Event):
     """A bug of ladr_lab's own ended the run; the traceback is kept for the report."""
 
@@ -384,7 +409,7 @@ class InternalError(Event):
     traceback: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class UnknownEvent(Event):
     """An event of a type this version does not know (kept whole, written back as it was)."""
 
@@ -399,6 +424,26 @@ class UnknownEvent(Event):
     def own_fields(cls) -> tuple[str, ...]:
         """No fields of its own: everything is in `extra`."""
         return ()
+
+
+class Events(Displayable, list):
+    """A list of events (what `Run.step()` returns) that displays as its rounds, gates and writes."""
+
+    def __repr__(self) -> str:
+        if len(self) <= 1:
+            return f"Events([{', '.join(map(repr, self))}])"
+        return "Events([\n  " + ",\n  ".join(map(repr, self)) + ",\n])"
+
+    def to_text(self) -> str:
+        """Each event as the round printer words it."""
+        from .story import describe
+        lines = [ln for e in self for ln in describe(e).text_lines()]
+        return "\n".join(lines) if lines else f"{len(self)} event(s)"
+
+    def to_html(self) -> str:
+        """The events as a static HTML view: model calls with their prompts, gates, writes, the run's end."""
+        from .html import events_html
+        return events_html(self)
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

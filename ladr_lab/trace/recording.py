@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from .events import Event, LlmCall, Write
+from ..display import Displayable
+from .events import Event, LlmCall, RunEnd, Write
 from .tables import TABLES, rows
 
 Listener = Callable[[Event], Any]
@@ -36,8 +37,9 @@ class ListenerFailure:
     exception: BaseException
 
 
-class Trace:
-    """An append-only list of events, optionally streamed to a JSONL file and to listeners."""
+class Trace(Displayable):
+    """An append-only list of events, optionally streamed to a JSONL file and to listeners; displays in a
+    notebook as its steps, rounds, gates and writes (`to_html`)."""
 
     def __init__(self, sink: str | Path | IO[str] | None = None, listeners: Iterable[Listener] = ()) -> None:
         self.events: list[Event] = []
@@ -156,6 +158,28 @@ class Trace:
     def rows(self, kind: str = "calls") -> list[dict]:
         """The rows `to_dataframe` tabulates, as plain dicts (see `TABLES`)."""
         return rows(self.events, kind)
+
+    def __repr__(self) -> str:
+        calls = sum(1 for e in self.events if isinstance(e, LlmCall))
+        end = next((e for e in reversed(self.events) if isinstance(e, RunEnd) and not e.depth), None)
+        return (f"<Trace: {len(self.events)} events, {calls} model call{'s' if calls != 1 else ''}, "
+                + (f"{end.status}>" if end is not None else "no run_end yet>"))
+
+    def to_text(self) -> str:
+        """The run round by round, as `ladr-lab show` prints it."""
+        from .story import describe
+        lines = []
+        for e in self.events:
+            story = describe(e)
+            lines += ["  " * e.depth + ln for ln in (story.text_lines() or ([story.headline()]
+                                                                             if e.type == "run_start" else []))]
+        return "\n".join(lines) or repr(self)
+
+    def to_html(self, max_chars: int | None = None) -> str:
+        """The run as a static HTML view: header, prompt-size chart, each step's rounds, gates and writes
+        collapsible (rounds past `max_chars` of HTML shown as one line each)."""
+        from .html import TRACE_MAX_CHARS, trace_html
+        return trace_html(self.events, max_chars=max_chars or TRACE_MAX_CHARS)
 
     def to_dataframe(self, kind: str = "calls"):
         """A pandas DataFrame of one of `TABLES`: `calls` (one row a model call), `fetches` (one row a

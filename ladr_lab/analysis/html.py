@@ -1,0 +1,150 @@
+"""Static views of analysis results: a `LintReport` (findings with evidence and fixes), a `RunDiff` (totals,
+the first divergence, the aligned rows that differ) and an `Evaluation` (counts and the results table).
+
+Tables are bounded (`ROWS` rows; the rest counted): the widgets (`DiffView`, `EvaluationView`) page through all.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..display import (
+    Html,
+    badge,
+    concat,
+    details,
+    fmt_cost,
+    join,
+    kv_table,
+    note,
+    plural,
+    pre,
+    root,
+    table,
+    tag,
+)
+
+if TYPE_CHECKING:
+    from .diff import RunDiff
+    from .evaluation import Evaluation
+    from .lint import Finding, LintReport
+
+__all__ = ["ROWS", "diff_html", "diff_rows_html", "evaluation_html", "evaluation_rows_html", "finding_html",
+           "lint_html", "where_label"]
+
+ROWS = 200
+
+
+def where_label(r: dict) -> str:
+    """`research/1 r2 it2` (with the callers in a child run), as the command line names a row."""
+    where = str(r.get("step")) + (f"/{r['node']}" if r.get("node") is not None else "") + \
+        (f" r{r['round']}" if r.get("round") is not None else "") + \
+        (f" it{r['iteration']}" if r.get("iteration", 1) != 1 else "")
+    return (r["caller"] + " > " + where) if r.get("caller") else where
+
+
+def finding_html(f: Finding) -> list:
+    """One finding as table cells: severity, code, step, what was seen (with its evidence), the fix, where."""
+    ev = [e for e in f.evidence if "seq" in e]
+    evidence = None
+    if ev:
+        labels = ", ".join(f"{e.get('trace', 'trace')} #{e['seq']}" + (f" node {e['node']}" if e.get("node") else "")
+                           + (f" round {e['round']}" if e.get("round") else "") for e in ev[:8])
+        evidence = note(f"evidence: {labels}" + (f" and {len(ev) - 8} more" if len(ev) > 8 else ""))
+    where = ":".join(str(x) for x in (f.file or "<ladder>", f.line, f.column) if x is not None)
+    return [badge(f.severity), tag("code", f.code), f.step or "", concat(f.message, Html("<br>") if evidence else None,
+                                                                         evidence), f.fix, note(where)]
+
+
+def lint_html(report: LintReport) -> str:
+    """What lint found: the ladder's errors when it is invalid, else each finding with its evidence and fix."""
+    counts: dict[str, int] = {}
+    for f in report.findings:
+        counts[f.severity] = counts.get(f.severity, 0) + 1
+    head = concat(badge("ok" if report.ok else "not ok"),
+                  " " + (", ".join(f"{n} {s}(s)" for s, n in counts.items()) or "nothing found"),
+                  note(f"  with {plural(len(report.traces), 'trace')}") if report.traces else None)
+    body: list = [tag("div", head)]
+    if report.problems:
+        body.append(tag("div", tag("b", f"{len(report.problems)} error(s): fix them first"),
+                        join(tag("div", p.format(), style="color: #cf222e") for p in report.problems)))
+    if report.findings:
+        body.append(table(["", "code", "step", "seen", "fix", "where"],
+                          [finding_html(f) for f in report.findings], cls="ladr-findings"))
+    return root(*body, cls="ladr-lint", title=f"Lint of {report.ladder}")
+
+
+def diff_rows_html(rows: list[dict], start: int = 0, count: int = ROWS) -> Html:
+    """Aligned diff rows as a table (differing rows highlighted), `count` of them from `start`."""
+    shown = rows[start:start + count]
+    cells = []
+    styles = []
+    for r in shown:
+        verdicts = "" if r.get("verdict_a") == r.get("verdict_b") else f"{r.get('verdict_a')} → {r.get('verdict_b')}"
+        cells.append([r["kind"], where_label(r), badge("same") if r["same"] else badge("changed"),
+                      ", ".join(r["changes"]), verdicts, "" if r.get("a_seq") is None else f"#{r['a_seq']}",
+                      "" if r.get("b_seq") is None else f"#{r['b_seq']}"])
+        styles.append(None if r["same"] else "background: rgba(188,76,0,0.08)")
+    out = table(["kind", "where", "", "changes", "verdict a → b", "a", "b"], cells, row_styles=styles,
+                cls="ladr-diff-rows")
+    rest = len(rows) - start - len(shown)
+    return concat(out, note(f"… {rest:,} more rows") if rest > 0 else None)
+
+
+def diff_html(d: RunDiff) -> str:
+    """Two runs compared: totals with deltas, the first divergence with its detail, what only one run fetched
+    or wrote, and the aligned rows."""
+    t = d.totals
+    rows = []
+    for name in ("status", "llm_calls", "tokens_in", "tokens_out", "cost", "steps"):
+        v = t[name]
+        delta = v.get("delta")
+        rows.append([name, str(v["a"]), str(v["b"]), f"{delta:+g}" if isinstance(delta, (int, float)) and delta else ""])
+    rows.append(["output", "", "", "same" if t["output"]["same"] else "differs"])
+    body: list = [kv_table([("a", d.a), ("b", d.b),
+                            ("verdict", badge("same", title="identical") if d.identical else badge("changed"))]),
+                  table(["", "a", "b", "delta"], rows)]
+    fd = d.first_divergence
+    if fd is None:
+        body.append(tag("div", "No divergence: every aligned call, gate and write is the same."))
+    else:
+        body.append(tag("div", tag("b", "first divergence: "), f"{fd['kind']} {fd['where']} — ",
+                        tag("span", ", ".join(fd["changes"]), style="color: #bc4c00"), cls="ladr-divergence"))
+        body.append(pre(fd["detail"], 8000))
+    for side in ("a", "b"):
+        if d.fetched.get(f"only_{side}"):
+            body.append(tag("div", tag("b", f"fetched only in {side}: "), ", ".join(d.fetched[f"only_{side}"])))
+        if d.writes.get(f"only_{side}"):
+            body.append(tag("div", tag("b", f"written only in {side}: "), ", ".join(d.writes[f"only_{side}"])))
+    differing = [r for r in d.rows if not r["same"]]
+    body.append(details(concat(tag("b", "aligned rows"), note(f"  {len(differing)} of {len(d.rows)} differ")),
+                        diff_rows_html(d.rows), open=len(d.rows) <= 40))
+    return root(*body, cls="ladr-diff", title="Run diff")
+
+
+def _cell(v: Any, n: int = 160) -> str:
+    text = "" if v is None else str(v)
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def evaluation_rows_html(rows: list[dict], start: int = 0, count: int = ROWS) -> Html:
+    """Evaluation rows as a table: row id, inputs, status, calls, tokens, cost, output and error."""
+    shown = rows[start:start + count]
+    inputs = sorted({k for r in shown for k in r if k.startswith("input.")})
+    cells = [[str(r.get("row")), *[_cell(r.get(k), 80) for k in inputs], badge(str(r.get("status"))),
+              str(r.get("llm_calls", "")), f"{(r.get('tokens_in') or 0) + (r.get('tokens_out') or 0):,}",
+              fmt_cost(r.get("cost")), _cell(r.get("output")), _cell(r.get("error"))] for r in shown]
+    out = table(["row", *inputs, "status", "calls", "tokens", "cost", "output", "error"], cells,
+                cls="ladr-eval-rows")
+    rest = len(rows) - start - len(shown)
+    return concat(out, note(f"… {rest:,} more rows") if rest > 0 else None)
+
+
+def evaluation_html(ev: Evaluation) -> str:
+    """An evaluation: rows by status, where its files are, and the results table."""
+    counts = ev.counts()
+    head = join((concat(badge(s), f" {n}") for s, n in sorted(counts.items())), "  ")
+    pairs = [("rows", concat(f"{len(ev.rows):,}  ", head, note("  (interrupted)") if ev.interrupted else None)),
+             ("folder", str(ev.out)),
+             ("cost", fmt_cost(sum(float(r.get("cost") or 0) for r in ev.rows)))]
+    return root(kv_table(pairs), evaluation_rows_html(ev.rows), cls="ladr-evaluation", title="Evaluation")

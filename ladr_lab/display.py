@@ -1,0 +1,255 @@
+"""Display as a protocol (as in rich): one mixin gives an object its `_repr_mimebundle_`, and small HTML helpers.
+
+An object that mixes in `Displayable` and defines `to_html()` (and, if its `repr` is not what a reader wants,
+`to_text()`) shows as a readable static view wherever IPython displays values: in JupyterLab, in a saved
+notebook on GitHub or nbviewer, in `jupyter nbconvert`'s HTML, and as text in a terminal. No JavaScript is
+needed: collapsible parts are `<details>`, styles are inline (a saved notebook carries no style sheet).
+
+Escaping is by type, as in markupsafe: `Html` is text already safe to insert; every helper escapes a plain
+`str` it is given and passes `Html` through, so a prompt holding `<script>` shows as text. The helpers bound
+what they show (`clip`), since a view must never put a 400,000-character prompt into a page at once.
+
+    >>> str(tag("b", "<x>"))
+    '<b>&lt;x&gt;</b>'
+    >>> render(Html("<i>hi</i>"))
+    '<i>hi</i>'
+
+This module imports nothing of ladr_lab and nothing heavy (layer 1).
+"""
+from __future__ import annotations
+
+import html as _html
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "COLORS", "Displayable", "Html", "badge", "bar_chart", "clip", "concat", "details", "esc", "fmt_bytes",
+    "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "plural", "pre", "render", "root", "table",
+    "tag",
+]
+
+# One palette for every view: statuses of fetched entries, verdict tags, write and run statuses. Colours are
+# translucent so they read on light and dark themes alike.
+COLORS = {
+    "fetched": "#1a7f37", "listed": "#0969da", "already_in_context": "#6e7781", "not_found": "#cf222e",
+    "no_match": "#bc4c00", "left_out": "#8250df", "written": "#1a7f37", "skipped": "#bc4c00",
+    "retrieval": "#0969da", "final": "#1a7f37", "forced final": "#bc4c00", "answer": "#6e7781",
+    "completed": "#1a7f37", "running": "#0969da", "pending": "#6e7781", "aborted": "#bc4c00",
+    "budget_exhausted": "#bc4c00", "error": "#cf222e", "then": "#1a7f37", "else": "#bc4c00",
+    "match": "#1a7f37", "no match": "#cf222e", "warning": "#bc4c00", "info": "#0969da", "same": "#6e7781",
+    "changed": "#bc4c00", "added": "#1a7f37", "removed": "#cf222e", "flip": "#cf222e", "edited": "#8250df",
+    "ok": "#1a7f37", "not ok": "#bc4c00",
+}
+_FONT = ("font-family: -apple-system, BlinkMacSystemFont, 'Segoe UI', Helvetica, Arial, sans-serif; "
+         "font-size: 13px; line-height: 1.45")
+_MONO = "font-family: SFMono-Regular, Menlo, Consolas, 'Liberation Mono', monospace; font-size: 12px"
+
+
+class Html(str):
+    """Text that is already HTML: helpers insert it as it is (a plain `str` is escaped)."""
+
+    __slots__ = ()
+
+    def __html__(self) -> Html:
+        return self
+
+
+def esc(value: Any) -> Html:
+    """`value` as HTML: `Html` (or anything with `__html__`) as it is, anything else escaped as text."""
+    if isinstance(value, Html):
+        return value
+    method = getattr(value, "__html__", None)
+    if method is not None and not isinstance(value, type):
+        return Html(method())
+    return Html(_html.escape("" if value is None else str(value), quote=True))
+
+
+def concat(*parts: Any) -> Html:
+    """Parts put side by side, each escaped unless it is Html."""
+    return Html("".join(esc(p) for p in parts if p is not None))
+
+
+def join(parts: Iterable[Any], sep: Any = "") -> Html:
+    """Parts joined by `sep`, each escaped unless it is Html."""
+    return Html(esc(sep).join(esc(p) for p in parts if p is not None))
+
+
+def tag(name: str, *body: Any, style: str | None = None, cls: str | None = None, title: str | None = None,
+        **attrs: Any) -> Html:
+    """`<name ...>body</name>`: body escaped unless Html; attributes escaped (`data_x=` becomes `data-x=`)."""
+    bits = [name]
+    if cls:
+        bits.append(f'class="{esc(cls)}"')
+    if style:
+        bits.append(f'style="{esc(style)}"')
+    if title:
+        bits.append(f'title="{esc(title)}"')
+    for k, v in attrs.items():
+        if v is None or v is False:
+            continue
+        key = k.rstrip("_").replace("_", "-")
+        bits.append(key if v is True else f'{key}="{esc(v)}"')
+    return Html(f"<{' '.join(bits)}>{concat(*body)}</{name}>")
+
+
+def clip(text: str | None, limit: int) -> tuple[str, int]:
+    """(the first `limit` characters of `text`, how many more there are)."""
+    text = text or ""
+    if limit < 0 or len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
+
+
+def note(text: Any) -> Html:
+    """A quiet remark (grey, small)."""
+    return tag("span", text, style="color: #6e7781; font-size: 0.92em")
+
+
+def pre(text: str | None, limit: int = 4000, *, cls: str | None = None, max_height: str = "24em") -> Html:
+    """Monospaced text kept as written (wrapped, scrolled past `max_height`), cut at `limit` characters with a
+    note saying how much was left out."""
+    shown, more = clip(text, limit)
+    style = (f"{_MONO}; white-space: pre-wrap; word-break: break-word; margin: 2px 0; padding: 4px 6px; "
+             f"background: rgba(127,127,127,0.08); border-radius: 3px; max-height: {max_height}; overflow: auto")
+    body = tag("pre", shown, style=style, cls=cls)
+    if more:
+        body = concat(body, note(f"… {more:,} more characters not shown"))
+    return body
+
+
+def badge(text: Any, color: str | None = None, *, title: str | None = None, cls: str | None = None) -> Html:
+    """A small coloured label (the colour from `COLORS` by the text when not given)."""
+    c = color or COLORS.get(str(text), "#6e7781")
+    return tag("span", text, cls=cls, title=title,
+               style=f"display: inline-block; padding: 0 6px; border-radius: 9px; font-size: 0.85em; "
+                     f"border: 1px solid {c}; color: {c}; white-space: nowrap")
+
+
+def details(summary: Any, *body: Any, open: bool = False, cls: str | None = None) -> Html:
+    """A collapsible part: `summary` always shown, `body` when opened (no JavaScript needed)."""
+    return tag("details", tag("summary", summary, style="cursor: pointer"),
+               tag("div", *body, style="margin: 2px 0 4px 16px"), open=open, cls=cls)
+
+
+def table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, cls: str | None = None,
+          row_styles: Sequence[str | None] | None = None) -> Html:
+    """A compact table; cells are escaped unless Html."""
+    cell = "padding: 1px 8px; text-align: left; vertical-align: top; border-bottom: 1px solid rgba(127,127,127,0.2)"
+    head = tag("tr", *(tag("th", h, style=cell + "; font-weight: 600") for h in header))
+    body = []
+    for i, r in enumerate(rows):
+        st = row_styles[i] if row_styles is not None and i < len(row_styles) else None
+        body.append(tag("tr", *(tag("td", c, style=cell) for c in r), style=st))
+    return tag("table", tag("thead", head), tag("tbody", join(body)), cls=cls,
+               style="border-collapse: collapse; margin: 4px 0; font-size: 0.95em")
+
+
+def kv_table(pairs: Iterable[tuple[Any, Any]]) -> Html:
+    """Name/value rows (names bold), leaving out pairs whose value is None."""
+    cell = "padding: 0 10px 0 0; vertical-align: top; text-align: left"
+    rows = [tag("tr", tag("th", k, style=cell + "; font-weight: 600; white-space: nowrap"), tag("td", v, style=cell))
+            for k, v in pairs if v is not None]
+    return tag("table", join(rows), style="border-collapse: collapse; margin: 2px 0")
+
+
+def root(*body: Any, cls: str, title: Any = None) -> Html:
+    """The outer box of a view: its CSS class (e.g. `ladr-trace`) and an optional title line."""
+    head = tag("div", title, style="font-weight: 600; margin-bottom: 2px") if title is not None else None
+    return tag("div", head, *body, cls=f"ladr-view {cls}",
+               style=f"{_FONT}; border-left: 3px solid rgba(9,105,218,0.5); padding: 2px 0 2px 10px; margin: 2px 0")
+
+
+def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, width: int = 480, height: int = 60,
+              max_bars: int = 240, title: str = "") -> Html:
+    """An inline SVG bar chart (one bar a value; more than `max_bars` values are bucketed by their maximum),
+    each bar with a tooltip."""
+    if not values:
+        return Html("")
+    vals, labs = list(values), list(labels) if labels is not None else [str(i + 1) for i in range(len(values))]
+    if len(vals) > max_bars:
+        size = -(-len(vals) // max_bars)
+        buckets = [range(i, min(i + size, len(vals))) for i in range(0, len(vals), size)]
+        vals = [max(vals[i] for i in b) for b in buckets]
+        labs = [f"{labs[b[0]]} … {labs[b[-1]]} (max)" for b in buckets]
+    top = max(vals) or 1
+    width = min(width, 24 * len(vals))       # a few values stay thin bars, not slabs
+    w = width / len(vals)
+    bars = []
+    for i, (v, lab) in enumerate(zip(vals, labs, strict=True)):
+        h = max(1.0, (height - 2) * v / top)
+        bars.append(f'<rect x="{i * w:.2f}" y="{height - h:.2f}" width="{max(w - 1, 0.5):.2f}" height="{h:.2f}" '
+                    f'fill="#0969da" fill-opacity="0.6"><title>{esc(lab)}: {fmt_int(v)}</title></rect>')
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+           f'aria-label="{esc(title)}" style="display: block">{"".join(bars)}</svg>')
+    return concat(Html(svg), note(f"{title} (max {fmt_int(top)})") if title else None)
+
+
+def fmt_int(n: float | int | None) -> str:
+    """`12,345` (None as "-")."""
+    return "-" if n is None else f"{round(n):,}"
+
+
+def fmt_bytes(n: int | None) -> str:
+    """`1.2 MB`, `340 B`."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"
+
+
+def fmt_cost(cost: float | None) -> str:
+    """`$0.0012` (zero as `$0`)."""
+    if not cost:
+        return "$0"
+    return f"${cost:.4f}" if cost >= 0.0001 else f"${cost:.2e}"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 round`, `3 rounds`."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """A JSON value as text (anything JSON cannot say, as `str`)."""
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+
+
+class Displayable:
+    """Mixin: `_repr_mimebundle_` (text/plain and text/html) and `_repr_html_` from the class's `to_html()`
+    and `to_text()` (default: `repr`), so the object displays itself in any notebook without a widget."""
+
+    def to_html(self) -> str:
+        """The object as a static HTML view."""
+        raise NotImplementedError
+
+    def to_text(self) -> str:
+        """The object as plain text (what a terminal shows)."""
+        return repr(self)
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": self.to_text(), "text/html": self.to_html()}
+
+
+def render(obj: Any, mime: str = "text/html") -> str:
+    """What a notebook shows for `obj` in one MIME type (the test helper: a view as a string)."""
+    if mime == "text/html" and isinstance(obj, Html):
+        return str(obj)
+    bundle = getattr(obj, "_repr_mimebundle_", None)
+    if bundle is not None:
+        data = bundle()
+        data = data[0] if isinstance(data, tuple) else data
+        if mime in data:
+            return data[mime]
+    if mime == "text/html" and hasattr(obj, "_repr_html_"):
+        return obj._repr_html_()
+    if mime == "text/plain":
+        return repr(obj)
+    raise KeyError(f"{type(obj).__name__} has no {mime} view")

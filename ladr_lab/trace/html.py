@@ -1,0 +1,276 @@
+"""Static HTML of a run's stories (`story.py`): a round, a gate, a write, a step, a whole trace.
+
+The notebook widgets use the same functions for the parts they show (a round's header and body, a step's
+gates and writes), so a saved notebook, `jupyter nbconvert` and a live widget say the same things. Sizes are
+bounded: a prompt section or an output shows its first few thousand characters, and a whole trace is kept
+under `max_chars` by showing the rounds past that point as one line each.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..display import (
+    Html,
+    badge,
+    bar_chart,
+    concat,
+    details,
+    fmt_cost,
+    fmt_int,
+    join,
+    json_text,
+    kv_table,
+    note,
+    plural,
+    pre,
+    root,
+    table,
+    tag,
+)
+from .events import Event
+from .story import (
+    CallStory,
+    EndStory,
+    ErrorStory,
+    FetchRow,
+    GateStory,
+    NodeOutline,
+    Outline,
+    RoundStory,
+    StartStory,
+    StepOutline,
+    StepStory,
+    Story,
+    VerdictStory,
+    WriteStory,
+    describe,
+)
+
+__all__ = [
+    "SECTION_CHARS", "TRACE_MAX_CHARS", "event_html", "events_html", "fetched_html", "gate_html", "prompt_chart",
+    "prompt_html", "round_body_html", "round_head_html", "round_html", "section_html", "step_html", "story_html",
+    "trace_html", "verdict_html", "write_html",
+]
+
+SECTION_CHARS = 3000        # characters of one prompt section or output a static view shows
+TRACE_MAX_CHARS = 600_000   # a whole trace's HTML stays about this size (well under 1 MB)
+
+
+def verdict_html(v: VerdictStory | None) -> Html:
+    """The verdict: test, match or not, extraction rule and form, and the deciding keyword with its paths."""
+    if v is None:
+        return Html("")
+    how = ", ".join(x for x in (v.extraction, v.form) if x)
+    bits: list = [tag("b", v.test), " ", badge("match" if v.matched else "no match")]
+    if how:
+        bits.append(note(f" {how}"))
+    elif not v.matched and v.test != "equals":
+        bits.append(note(" no JSON found"))
+    if v.keyword:
+        bits += [" — deciding keyword ", tag("code", v.keyword), " at ", tag("code", v.schema_path or "/"),
+                 " (instance ", tag("code", v.instance_path or "/"), ")"]
+        if v.message:
+            bits += [": ", tag("span", v.message, style="color: #cf222e")]
+    return tag("div", *bits, cls="ladr-verdict")
+
+
+def fetched_html(rows: Sequence[FetchRow]) -> Html:
+    """The retrieved entries of a round: status, mode, path (and the path as asked), size and remarks."""
+    if not rows:
+        return Html("")
+    body = []
+    for f in rows:
+        path = concat(tag("code", f.path), note(f" (asked {f.asked})") if f.asked else None)
+        rest = f.detail.strip()
+        body.append([badge(f.status), f.mode, path, rest])
+    return table(["status", "mode", "path", "size / remarks"], body, cls="ladr-fetched")
+
+
+def round_head_html(r: RoundStory) -> Html:
+    """One line: the round's label, its tag, and its tokens, cost, latency and provenance."""
+    return concat(tag("b", r.label), " → ", badge(r.tag), " ", note(r.stats()),
+                  badge("error", title=r.error) if r.error else None,
+                  " " if r.provenance == "edited" else None, badge("edited") if r.provenance == "edited" else None)
+
+
+def section_html(kind: str, name: str, text: str, limit: int = SECTION_CHARS) -> Html:
+    """One prompt section, collapsible, its text cut at `limit` characters."""
+    return details(concat(badge(kind, "#6e7781"), " ", tag("b", name), note(f"  {len(text):,} chars")),
+                   pre(text, limit), cls="ladr-section")
+
+
+def prompt_html(r: RoundStory, limit: int = SECTION_CHARS) -> Html:
+    """The exact prompt of a round as its named sections (system prompt, fields, retrieved blocks, the
+    forced-final line), each collapsible."""
+    parts = [section_html(s.kind, s.name, s.text, limit) for s in r.prompt_sections()]
+    return details(concat(tag("b", "prompt"), note(f"  {plural(len(parts), 'section')}, {r.prompt_chars:,} chars")),
+                   *parts, cls="ladr-prompt")
+
+
+def round_body_html(r: RoundStory, *, limit: int = SECTION_CHARS, prompt: bool = True) -> Html:
+    """Everything about a round: why it was taken so, the verdict, the request by mode, the fetched entries,
+    the output, an error, and (with `prompt`) the prompt's sections."""
+    bits: list = []
+    if r.why:
+        bits.append(tag("div", tag("b", "why "), r.why))
+    bits.append(verdict_html(r.verdict))
+    if r.request or r.top_k is not None:
+        rows = [[m, tag("code", json_text(v, None))] for m, v in r.request]
+        if r.top_k is not None:
+            rows.append(["topK", tag("code", str(r.top_k))])
+        bits.append(concat(tag("b", "request"), table(["mode", "value"], rows, cls="ladr-request")))
+    if r.fetched:
+        bits.append(concat(tag("b", "fetched"), fetched_html(r.fetched)))
+    bits.append(concat(tag("b", "output"), note(f"  {len(r.output):,} chars"), pre(r.output, limit, cls="ladr-output")))
+    if r.error:
+        bits.append(tag("div", tag("b", "error while handling this output: "), r.error, style="color: #cf222e"))
+    if prompt:
+        bits.append(prompt_html(r, limit))
+    return join(bits)
+
+
+def round_html(r: RoundStory, *, open: bool = False, limit: int = SECTION_CHARS) -> Html:
+    """A round, collapsible: its header line, then its body."""
+    return details(round_head_html(r), round_body_html(r, limit=limit), open=open, cls="ladr-round")
+
+
+def gate_html(g: GateStory) -> Html:
+    """A gate's decision: condition, branch, action, and why."""
+    return tag("div", "◆ gate ", tag("b", g.label), f": {g.condition} → ", badge(g.branch),
+               f" {g.action}" + (f" → {g.jump}" if g.jump else ""), note(f"  {g.reason}"),
+               verdict_html(g.verdict) if g.verdict is not None and g.verdict.keyword else None, cls="ladr-gate")
+
+
+def write_html(w: WriteStory) -> Html:
+    """A write: target, policy, mechanism, made or skipped, and why."""
+    how = w.mechanism + (f" {w.branch}" if w.branch else "")
+    return tag("div", "✎ write ", tag("code", w.target), note(f" ({w.policy}, {how}) "), badge(w.status),
+               note(f"  {w.reason}") if w.reason else None,
+               note(f"  {w.chars:,} chars") if w.chars else None, cls="ladr-write")
+
+
+def story_html(s: Story, *, open: bool = False, limit: int = SECTION_CHARS) -> Html:
+    """Any story as HTML (a round collapsible, the others one line)."""
+    if isinstance(s, RoundStory):
+        return round_html(s, open=open, limit=limit)
+    if isinstance(s, GateStory):
+        return gate_html(s)
+    if isinstance(s, WriteStory):
+        return write_html(s)
+    if isinstance(s, EndStory):
+        e = s.event
+        return tag("div", "■ ", badge(e.status), f" after {plural(e.llm_calls, 'model call')}",
+                   tag("div", e.error, style="color: #cf222e") if e.error else None,
+                   concat(tag("b", "output"), pre(e.output, limit)) if e.output else None, cls="ladr-end")
+    if isinstance(s, StepStory):
+        return tag("div", "▶ " if s.started else "◼ ", s.headline(), cls="ladr-step-line")
+    if isinstance(s, ErrorStory):
+        return tag("div", s.headline(), style="color: #cf222e")
+    if isinstance(s, (CallStory, StartStory)):
+        return tag("div", s.headline())
+    return tag("div", note(s.headline()))
+
+
+def _node_html(n: NodeOutline, rounds_html: list[Html]) -> Html:
+    parts = list(rounds_html) + [gate_html(g) for g in n.gates] + [write_html(w) for w in n.writes]
+    parts += [tag("div", "↳ ", c.headline()) for c in n.calls] + [story_html(e) for e in n.errors]
+    return join(parts)
+
+
+class _Budget:
+    """How much of a page is left: rounds past it are shown as one line each."""
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+        self.cut_at: int | None = None
+
+    def round(self, r: RoundStory, limit: int) -> Html:
+        if self.left > 0:
+            out = round_html(r, limit=limit)
+            self.left -= len(out)
+            return out
+        if self.cut_at is None:
+            self.cut_at = r.seq
+        self.left -= 200
+        return tag("div", round_head_html(r), style="padding-left: 16px", cls="ladr-round-line")
+
+
+def step_html(s: StepOutline, *, open: bool = False, limit: int = SECTION_CHARS, budget: _Budget | None = None
+              ) -> Html:
+    """One execution of a step, collapsible: its nodes (a node each when there are several), their rounds,
+    gates and writes."""
+    b = budget or _Budget(TRACE_MAX_CHARS)
+    nodes = [s.nodes[k] for k in sorted(s.nodes)]
+    if len(nodes) == 1:
+        body = _node_html(nodes[0], [b.round(r, limit) for r in nodes[0].rounds])
+    else:
+        body = join(details(n.headline(), _node_html(n, [b.round(r, limit) for r in n.rounds]), cls="ladr-node")
+                    for n in nodes)
+    style = f"margin-left: {16 * s.depth}px" if s.depth else None
+    return tag("div", details(concat(tag("b", s.label), note("  " + s.headline()[len(s.label):])), body,
+                              open=open, cls="ladr-step"), style=style)
+
+
+def prompt_chart(rounds: Sequence[RoundStory]) -> Html:
+    """A small bar chart of prompt size per round."""
+    return bar_chart([r.prompt_chars for r in rounds], [f"#{r.seq} {r.label}" for r in rounds],
+                     title=f"prompt characters per round ({len(rounds):,} rounds)")
+
+
+def _header(o: Outline) -> Html:
+    t = o.totals()
+    pairs: list = []
+    if o.start is not None:
+        s = o.start.event
+        pairs += [("ladder", s.ladder), ("model", s.model),
+                  ("inputs", tag("code", json_text(s.inputs, None)[:400]))]
+    if o.end is not None:
+        e = o.end.event
+        pairs.append(("status", concat(badge(e.status), f"  {plural(e.llm_calls, 'model call')}, "
+                                                         f"{plural(e.steps, 'step')}")))
+        if e.error:
+            pairs.append(("error", tag("span", e.error, style="color: #cf222e")))
+    pairs.append(("totals", f"{plural(t['rounds'], 'round')}, {fmt_int(t['tokens_in'])} tokens in, "
+                            f"{fmt_int(t['tokens_out'])} out, {fmt_cost(t['cost'])}; "
+                            f"{t['written']} write(s) made, {t['skipped']} skipped"))
+    return kv_table(pairs)
+
+
+def trace_html(events: Iterable[Event], *, max_chars: int = TRACE_MAX_CHARS, limit: int = SECTION_CHARS,
+               title: str | None = "Trace") -> Html:
+    """A whole run: its header (ladder, model, inputs, status, totals), a chart of prompt size per round, each
+    step's execution collapsible with its rounds, gates and writes, and the output. Past `max_chars` of
+    HTML, rounds are shown as one line each."""
+    o = Outline.of(events)
+    budget = _Budget(max_chars)
+    steps = [step_html(s, open=len(o.steps) <= 2, limit=limit, budget=budget) for s in o.steps]
+    cut = (tag("div", note(f"Rounds from #{budget.cut_at} on are shown as one line each, to keep this page small: "
+                           "TraceView (ladr_lab.widgets) opens any of them, and trace.call(step, node, round) "
+                           "returns one."))
+           if budget.cut_at is not None else None)
+    out = None
+    if o.end is not None and o.end.event.output:
+        out = details(concat(tag("b", "output"), note(f"  {len(o.end.event.output):,} chars")),
+                      pre(o.end.event.output, limit), open=True)
+    return root(_header(o), prompt_chart(o.rounds) if len(o.rounds) > 1 else None, cut, join(steps), out,
+                cls="ladr-trace", title=title)
+
+
+def event_html(e: Event) -> Html:
+    """One event (a model call opened, with its prompt's sections collapsible)."""
+    return root(story_html(describe(e), open=True), cls=f"ladr-event ladr-{e.type}")
+
+
+def events_html(events: Sequence[Event]) -> Html:
+    """Events in order (what `Run.step()` returned): model calls open, the others one line each."""
+    if not events:
+        return root(note("no events"), cls="ladr-events")
+    o = Outline()
+    parts = []
+    few = sum(1 for x in events if x.type == "llm_call") <= 2
+    for e in events:
+        _, story = o.add(e)
+        if isinstance(story, StartStory):
+            continue
+        parts.append(story_html(story, open=few))
+    return root(join(parts), cls="ladr-events", title=plural(len(events), "event"))

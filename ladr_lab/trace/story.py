@@ -1,0 +1,614 @@
+"""The one description of a run that every view renders: from typed events to stories of rounds, gates,
+writes and steps, and an outline of steps, loop iterations, nodes and rounds.
+
+The command line's round printer (`cli/printer.py`), the static HTML views (`trace/html.py`) and the notebook
+widgets (`widgets/`) all render these objects; none of them reads an event's fields to decide what to say.
+What a round is called, its tag (retrieval, final, forced final, answer), why it was judged so, the deciding
+schema keyword and paths, the parsed request by mode, the fetched entries, tokens, cost, latency and
+provenance, the prompt's sections: all of it is decided here once. `text_lines()` is the plain-text form
+(what `ladr-lab run` prints); `trace/html.py` holds the HTML form.
+
+    >>> from ladr_lab.trace import Gate
+    >>> describe(Gate(step="v", node=1, condition="equals", matched=True, branch="then", action="continue",
+    ...               jump=None, reason="output equals 'OK'")).headline()
+    "gate v#1: equals → then (continue); output equals 'OK'"
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import (
+    Call,
+    Event,
+    Fetched,
+    Gate,
+    Judgement,
+    LlmCall,
+    LlmError,
+    PromptSection,
+    RunEnd,
+    RunStart,
+    StepEnd,
+    StepStart,
+    Write,
+)
+
+__all__ = [
+    "CallStory", "EndStory", "ErrorStory", "FetchRow", "GateStory", "NodeOutline", "OtherStory", "Outline",
+    "RoundStory", "StartStory", "StepOutline", "StepStory", "Story", "VerdictStory", "WriteStory", "describe", "round_tag",
+]
+
+MODE_ORDER = ("files", "subfolders", "metatag", "glob", "similarTo")
+OUTPUT_CLIP = 600          # characters of an output the text form prints (as `ladr-lab run` always has)
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _clip(text: str, n: int) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= n else text[:n] + f" … [{len(text) - n} more chars]"
+
+
+def round_tag(e: LlmCall) -> str:
+    """How a call was taken: "retrieval", "final", "forced final", or "answer" (a step without retrieve)."""
+    return "forced final" if e.forced_final else (e.request_match or "answer")
+
+
+@dataclass(frozen=True)
+class VerdictStory:
+    """How an output was judged: the test, matched or not, the extraction rule, the form, and for a schema
+    failure the deciding keyword with its schema and instance paths."""
+
+    test: str
+    matched: bool
+    extraction: str | None = None
+    form: str | None = None
+    keyword: str | None = None
+    schema_path: str | None = None
+    instance_path: str | None = None
+    message: str | None = None
+
+    @classmethod
+    def of(cls, j: Judgement | None) -> VerdictStory | None:
+        """The story of a recorded Judgement (None stays None)."""
+        if j is None:
+            return None
+        return cls(j.test, j.matched, j.extraction, j.form, j.keyword, j.schema_path, j.instance_path, j.message)
+
+    @property
+    def deciding(self) -> str | None:
+        """`maxItems at /properties/request/properties/files (instance /request/files)`, for a schema failure."""
+        if not self.keyword:
+            return None
+        return f"`{self.keyword}` at {self.schema_path or '/'} (instance {self.instance_path or '/'})"
+
+    def text(self) -> str:
+        """`requestMatch: match (fence, wrapped)` or `requestMatch: no match — `type` at /… (instance /…)`."""
+        how = ", ".join(x for x in (self.extraction, self.form) if x)
+        head = f"{self.test}: {'match' if self.matched else 'no match'}" + (f" ({how})" if how else "")
+        if not self.extraction and not self.matched and self.test != "equals":
+            head += " (no JSON found)"
+        return head + (f" — {self.deciding}" if self.deciding else "")
+
+
+@dataclass(frozen=True)
+class FetchRow:
+    """One retrieved entry as shown: path (and the path as asked), mode, status, size and remarks."""
+
+    path: str
+    mode: str
+    status: str
+    chars: int
+    detail: str                 # "(1,234 chars)  (cut: 60,000 bytes)  — note", as the text form prints it
+    asked: str | None = None
+    note: str | None = None
+    score: float | None = None
+    truncated: bool = False
+    total_bytes: int | None = None
+
+    @classmethod
+    def of(cls, f: Fetched) -> FetchRow:
+        """The row of one recorded entry."""
+        detail = ((f"  ({f.chars} chars)" if f.chars else "")
+                  + (f"  (cut: {f.total_bytes:,} bytes)" if f.truncated and f.total_bytes is not None else
+                     ("  (cut)" if f.truncated else ""))
+                  + (f"  (score {f.score:.3f})" if f.score is not None else "")
+                  + (f"  — {f.note}" if f.note else ""))
+        return cls(f.path, f.mode, f.status, f.chars or 0, detail, f.asked, f.note, f.score, bool(f.truncated),
+                   f.total_bytes)
+
+    def text(self) -> str:
+        """`fetched             files      core.md  (120 chars)`."""
+        return f"{self.status:<19} {self.mode:<10} {self.path}" + self.detail
+
+
+class Story:
+    """Base of every description: the event it describes, its kind, and its text forms."""
+
+    kind: str = "event"
+    event: Event
+
+    @property
+    def seq(self) -> int | None:
+        """The event's number in the trace."""
+        return self.event.seq
+
+    @property
+    def depth(self) -> int:
+        """Recursion depth (0 at the top; a `call` step's child run is 1 deeper)."""
+        return self.event.depth
+
+    def headline(self) -> str:
+        """One line saying what happened."""
+        return self.kind
+
+    def summary(self) -> str:
+        """At most a short line (what an event's `repr` shows)."""
+        return _short(self.headline(), 160)
+
+    def text_lines(self) -> list[str]:
+        """The plain-text form, one string a line (the first is the headline)."""
+        return [self.headline()]
+
+
+@dataclass(frozen=True)
+class RoundStory(Story):
+    """One model call: where (label), how it was taken (tag) and why, the verdict, the parsed request by mode,
+    the fetched entries, the output, tokens, cost, latency, provenance and the prompt's sections."""
+
+    event: LlmCall
+    label: str
+    tag: str
+    why: str | None
+    verdict: VerdictStory | None
+    request: tuple[tuple[str, Any], ...]
+    top_k: int | None
+    fetched: tuple[FetchRow, ...]
+    output: str
+    error: str | None
+    tokens_in: int
+    tokens_out: int
+    cost: float
+    latency: float
+    provenance: str | None
+    model: str
+    prompt_chars: int
+    sections: tuple[tuple[str, str, int], ...]     # (kind, name, chars) in prompt order
+    kind: str = "round"
+
+    @property
+    def step(self) -> str:
+        """The step id."""
+        return self.event.step
+
+    @property
+    def node(self) -> int:
+        """The node number."""
+        return self.event.node
+
+    @property
+    def round(self) -> int:
+        """The round within the node's execution of the step."""
+        return self.event.round
+
+    @property
+    def iteration(self) -> int:
+        """The loop iteration."""
+        return self.event.iteration or 1
+
+    def prompt_sections(self) -> list[PromptSection]:
+        """The prompt's sections with their text (read from the event when asked: prompts can be large)."""
+        return self.event.prompt_sections()
+
+    def stats(self) -> str:
+        """`tokens 1,200 → 35 · $0.0003 · 0.42 s · offline (offline)`."""
+        bits = [f"tokens {self.tokens_in:,} → {self.tokens_out:,}", f"prompt {self.prompt_chars:,} chars"]
+        if self.cost:
+            bits.append(f"${self.cost:.4f}" if self.cost >= 0.0001 else f"${self.cost:.2e}")
+        if self.latency:
+            bits.append(f"{self.latency:.2f} s")
+        who = self.model + (f" ({self.provenance})" if self.provenance and self.provenance != self.model else "")
+        if who.strip():
+            bits.append(who)
+        return " · ".join(bits)
+
+    def request_text(self) -> str:
+        """The parsed request, mode by mode: `files ["a.md"]; glob "x/*.md"; topK 3`."""
+        bits = [f"{m} {json.dumps(v, ensure_ascii=False)}" for m, v in self.request]
+        if self.top_k is not None:
+            bits.append(f"topK {self.top_k}")
+        return "; ".join(bits)
+
+    def headline(self) -> str:
+        return f"── {self.label} → {self.tag}"
+
+    def summary(self) -> str:
+        bits = [f"{self.label} → {self.tag}", f"output {_short(self.output, 48)!r} ({len(self.output):,} chars)",
+                f"prompt {self.prompt_chars:,} chars"]
+        if self.fetched:
+            bits.append(f"{len(self.fetched)} fetched")
+        if self.error:
+            bits.append(f"error {_short(self.error, 60)!r}")
+        return ", ".join(bits)
+
+    def text_lines(self, output_chars: int = OUTPUT_CLIP) -> list[str]:
+        lines = [self.headline()]
+        lines += ["   │ " + ln for ln in _clip(self.output, output_chars).splitlines() or [""]]
+        if self.why:
+            lines.append(f"   why: {self.why}")
+        if self.verdict is not None and self.verdict.deciding and self.verdict.deciding not in (self.why or ""):
+            lines.append(f"   deciding: {self.verdict.deciding}")
+        lines += ["   " + f.text() for f in self.fetched]
+        if self.error:
+            lines.append(f"   error while handling this output: {self.error}")
+        lines.append("   " + self.stats())
+        return lines
+
+
+@dataclass(frozen=True)
+class GateStory(Story):
+    """A node's `if:` decision: the condition, matched or not, the branch and action, and why."""
+
+    event: Gate
+    label: str
+    condition: str
+    matched: bool
+    branch: str
+    action: str
+    jump: str | None
+    reason: str
+    verdict: VerdictStory | None
+    kind: str = "gate"
+
+    def outcome(self) -> str:
+        """`then (jump → research)`."""
+        return f"{self.branch} ({self.action}" + (f" → {self.jump}" if self.jump else "") + ")"
+
+    def headline(self) -> str:
+        return f"gate {self.label}: {self.condition} → {self.outcome()}; {self.reason}"
+
+    def text_lines(self) -> list[str]:
+        return ["◆ " + self.headline()]
+
+
+@dataclass(frozen=True)
+class WriteStory(Story):
+    """A write made or skipped: its target, policy, mechanism (and branch), source, status and why."""
+
+    event: Write
+    label: str
+    target: str
+    policy: str
+    mechanism: str
+    branch: str | None
+    source: str | None
+    status: str
+    reason: str
+    chars: int | None
+    verdict: VerdictStory | None
+    kind: str = "write"
+
+    @property
+    def written(self) -> bool:
+        """True when the write was made."""
+        return self.status == "written"
+
+    def headline(self) -> str:
+        how = self.mechanism + (f" {self.branch}" if self.branch else "")
+        return f"write {self.target} ({self.policy}, {how}): {self.status}" + (f" — {self.reason}" if self.reason else "")
+
+    def text_lines(self) -> list[str]:
+        return ["✎ " + self.headline()]
+
+
+@dataclass(frozen=True)
+class StepStory(Story):
+    """A step began (StepStart) or ended (StepEnd)."""
+
+    event: StepStart | StepEnd
+    step: str
+    iteration: int
+    started: bool
+    kind: str = "step"
+
+    def headline(self) -> str:
+        e = self.event
+        it = f", iteration {self.iteration}" if self.iteration > 1 else ""
+        if isinstance(e, StepStart):
+            return f"step {e.step} ({e.step_type}, {e.nodes} node{'s' if e.nodes != 1 else ''}{it})"
+        return (f"step {e.step} ended: {e.survivors} of {e.nodes} node(s) survived{it}"
+                + (f", jump → {e.jump}" if e.jump else ""))
+
+    def text_lines(self) -> list[str]:
+        return ["▶ " + self.headline()] if self.started else []
+
+
+@dataclass(frozen=True)
+class CallStory(Story):
+    """A `call` step's child run started, ended, or hit the depth limit."""
+
+    event: Call
+    kind: str = "call"
+
+    def headline(self) -> str:
+        e = self.event
+        return f"call {e.step}#{e.node}: {e.status} (depth {e.child_depth})" + (f"; {e.reason}" if e.reason else "")
+
+    def text_lines(self) -> list[str]:
+        return ["↳ " + self.headline()]
+
+
+@dataclass(frozen=True)
+class ErrorStory(Story):
+    """A model call that failed (not counted as made)."""
+
+    event: LlmError
+    kind: str = "llm_error"
+
+    def headline(self) -> str:
+        e = self.event
+        return f"✗ {e.step} · node {e.node} · round {e.round}: the model call failed: {e.error}"
+
+
+@dataclass(frozen=True)
+class StartStory(Story):
+    """The run began."""
+
+    event: RunStart
+    kind: str = "run_start"
+
+    def headline(self) -> str:
+        e = self.event
+        inputs = json.dumps(e.inputs, ensure_ascii=False, default=str)
+        return (f"run of {e.ladder} with {e.model}" + (f" (run {e.run_id})" if e.run_id else "")
+                + f"; inputs: {inputs if len(inputs) <= 200 else inputs[:200] + '…'}")
+
+    def text_lines(self) -> list[str]:
+        return []            # `ladr-lab show` prints the headline itself; a live run has the command line
+
+
+@dataclass(frozen=True)
+class EndStory(Story):
+    """The run ended: status, model calls, and the error."""
+
+    event: RunEnd
+    kind: str = "run_end"
+
+    def headline(self) -> str:
+        e = self.event
+        return f"{e.status} after {e.llm_calls} model call(s)" + (f": {e.error}" if e.error else "")
+
+    def text_lines(self) -> list[str]:
+        return [] if self.event.depth else ["■ " + self.headline()]
+
+
+@dataclass(frozen=True)
+class OtherStory(Story):
+    """Any other event (an internal error, a type this version does not know)."""
+
+    event: Event
+    kind: str = "other"
+
+    def headline(self) -> str:
+        return self.event.type
+
+    def text_lines(self) -> list[str]:
+        return []
+
+
+def _label(step: str, node: int | None = None, round: int | None = None, iteration: int = 1) -> str:
+    bits = [step] + ([f"node {node}"] if node is not None else []) + ([f"round {round}"] if round is not None else [])
+    if iteration and iteration != 1:
+        bits.append(f"iteration {iteration}")
+    return " · ".join(bits)
+
+
+def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(req, dict):
+        return ()
+    known = [(m, req[m]) for m in MODE_ORDER if m in req]
+    return tuple(known + [(k, v) for k, v in req.items() if k not in MODE_ORDER and k != "topK"])
+
+
+def describe(e: Event, iteration: int | None = None) -> Story:
+    """The story of one event (`iteration`: of a gate or write, which do not record it; default 1)."""
+    if isinstance(e, LlmCall):
+        sections = tuple((str(k), str(n), int(c)) for k, n, c in (e.sections or ()))
+        return RoundStory(event=e, label=_label(e.step, e.node, e.round, e.iteration or 1), tag=round_tag(e),
+                          why=e.reason, verdict=VerdictStory.of(e.verdict), request=_request(e.request),
+                          top_k=e.top_k, fetched=tuple(FetchRow.of(f) for f in e.fetched or ()),
+                          output=e.output or "", error=e.error, tokens_in=e.tokens_in or 0,
+                          tokens_out=e.tokens_out or 0, cost=e.cost or 0.0, latency=e.latency or 0.0,
+                          provenance=e.provenance, model=e.model or "", prompt_chars=e.prompt_chars,
+                          sections=sections)
+    if isinstance(e, Gate):
+        return GateStory(event=e, label=f"{e.step}#{e.node}", condition=e.condition, matched=e.matched,
+                         branch=e.branch, action=e.action, jump=e.jump, reason=e.reason,
+                         verdict=VerdictStory.of(e.verdict))
+    if isinstance(e, Write):
+        return WriteStory(event=e, label=f"{e.step}#{e.node}", target=e.target, policy=e.policy,
+                          mechanism=e.mechanism, branch=e.branch, source=e.source, status=e.status,
+                          reason=e.reason or "", chars=e.chars, verdict=VerdictStory.of(e.verdict))
+    if isinstance(e, (StepStart, StepEnd)):
+        return StepStory(event=e, step=e.step, iteration=e.iteration or 1, started=isinstance(e, StepStart))
+    if isinstance(e, Call):
+        return CallStory(event=e)
+    if isinstance(e, LlmError):
+        return ErrorStory(event=e)
+    if isinstance(e, RunStart):
+        return StartStory(event=e)
+    if isinstance(e, RunEnd):
+        return EndStory(event=e)
+    return OtherStory(event=e)
+
+
+# ---- the outline: steps → loop iterations → nodes → rounds ---------------------------------------------------
+@dataclass
+class NodeOutline:
+    """One node's execution of a step: its rounds, its gate, its writes and its child runs, in order."""
+
+    node: int
+    rounds: list[RoundStory] = field(default_factory=list)
+    gates: list[GateStory] = field(default_factory=list)
+    writes: list[WriteStory] = field(default_factory=list)
+    calls: list[CallStory] = field(default_factory=list)
+    errors: list[ErrorStory] = field(default_factory=list)
+
+    @property
+    def final(self) -> RoundStory | None:
+        """The node's last round (its output is the node's output once the node is done)."""
+        return self.rounds[-1] if self.rounds else None
+
+    def headline(self) -> str:
+        """`node 2: 3 rounds → final; gate then (continue); 1 write`."""
+        bits = [f"node {self.node}: {len(self.rounds)} round{'s' if len(self.rounds) != 1 else ''}"]
+        if self.final is not None:
+            bits[0] += f" → {self.final.tag}"
+        bits += [f"gate {g.outcome()}" for g in self.gates]
+        if self.writes:
+            made = sum(w.written for w in self.writes)
+            bits.append(f"{made} of {len(self.writes)} write(s) made")
+        bits += [c.headline() for c in self.calls if c.event.status != "started"]
+        bits += ["model call failed" for _ in self.errors]
+        return "; ".join(bits)
+
+
+@dataclass
+class StepOutline:
+    """One execution of a step (a loop runs it again in a new iteration): its nodes and how it ended."""
+
+    step: str
+    iteration: int
+    caller: tuple[str, ...]
+    depth: int
+    step_type: str = "normal"
+    nodes_declared: int = 1
+    nodes: dict[int, NodeOutline] = field(default_factory=dict)
+    end: StepStory | None = None
+    first_seq: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        """(caller, step, iteration): what tells executions apart."""
+        return (self.caller, self.step, self.iteration)
+
+    def node(self, n: int) -> NodeOutline:
+        """The node's outline (made on first use)."""
+        got = self.nodes.get(n)
+        if got is None:
+            got = self.nodes[n] = NodeOutline(n)
+        return got
+
+    def rounds(self) -> list[RoundStory]:
+        """Every round of every node, in node order."""
+        return [r for n in sorted(self.nodes) for r in self.nodes[n].rounds]
+
+    @property
+    def label(self) -> str:
+        """`research` (`· iteration 2`; `call#1 > child` in a child run)."""
+        text = self.step + (f" · iteration {self.iteration}" if self.iteration != 1 else "")
+        return (" > ".join(self.caller) + " > " + text) if self.caller else text
+
+    def headline(self) -> str:
+        """`research (normal, 1 node): 3 rounds, 4,210 tokens; 1 of 1 survived`."""
+        rounds = self.rounds()
+        tokens = sum(r.tokens_in + r.tokens_out for r in rounds)
+        head = (f"{self.label} ({self.step_type}, {self.nodes_declared} node{'s' if self.nodes_declared != 1 else ''}): "
+                f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}, {tokens:,} tokens")
+        writes = [w for n in self.nodes.values() for w in n.writes]
+        if writes:
+            head += f", {sum(w.written for w in writes)} of {len(writes)} write(s) made"
+        if self.end is not None:
+            e = self.end.event
+            assert isinstance(e, StepEnd)
+            head += f"; {e.survivors} of {e.nodes} survived" + (f", jump → {e.jump}" if e.jump else "")
+        else:
+            head += "; running"
+        return head
+
+
+class Outline:
+    """A run as steps → loop iterations → nodes → rounds, gates and writes; built at once (`of`) or event by
+    event as a run goes (`add`), for views that update live."""
+
+    def __init__(self) -> None:
+        self.start: StartStory | None = None
+        self.end: EndStory | None = None
+        self.steps: list[StepOutline] = []
+        self.rounds: list[RoundStory] = []
+        self._by_key: dict[tuple, StepOutline] = {}
+        self._current: dict[tuple, int] = {}       # (caller, step) -> its latest iteration
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> Outline:
+        """The outline of recorded events."""
+        out = cls()
+        for e in events:
+            out.add(e)
+        return out
+
+    def _block(self, e: Event, step: str, iteration: int | None = None) -> StepOutline:
+        caller = tuple(e.caller)
+        it = iteration if iteration is not None else self._current.get((caller, step), 1)
+        key = (caller, step, it)
+        block = self._by_key.get(key)
+        if block is None:
+            block = StepOutline(step=step, iteration=it, caller=caller, depth=e.depth, first_seq=e.seq)
+            self._by_key[key] = block
+            self.steps.append(block)
+        return block
+
+    def add(self, e: Event) -> tuple[StepOutline | None, Story]:
+        """Add one event; return the step block it changed (None for run-level events) and its story."""
+        if isinstance(e, StepStart):
+            self._current[(tuple(e.caller), e.step)] = e.iteration or 1
+            block = self._block(e, e.step, e.iteration or 1)
+            block.step_type, block.nodes_declared = e.step_type, e.nodes
+            return block, describe(e)
+        if isinstance(e, LlmCall):
+            story = describe(e)
+            assert isinstance(story, RoundStory)
+            block = self._block(e, e.step, e.iteration or 1)
+            block.node(e.node).rounds.append(story)
+            self.rounds.append(story)
+            return block, story
+        if isinstance(e, (Gate, Write, Call, LlmError)):
+            block = self._block(e, e.step)
+            story = describe(e, block.iteration)
+            node = block.node(e.node)
+            if isinstance(story, GateStory):
+                node.gates.append(story)
+            elif isinstance(story, WriteStory):
+                node.writes.append(story)
+            elif isinstance(story, CallStory):
+                node.calls.append(story)
+            elif isinstance(story, ErrorStory):
+                node.errors.append(story)
+            return block, story
+        if isinstance(e, StepEnd):
+            block = self._block(e, e.step, e.iteration or 1)
+            story = describe(e)
+            assert isinstance(story, StepStory)
+            block.end = story
+            return block, story
+        story = describe(e)
+        if isinstance(story, StartStory) and not e.depth:
+            self.start = story
+        elif isinstance(story, EndStory) and not e.depth:
+            self.end = story
+        return None, story
+
+    def totals(self) -> dict[str, Any]:
+        """Rounds, tokens in and out, cost, and writes made / skipped over the whole run so far."""
+        writes = [w for s in self.steps for n in s.nodes.values() for w in n.writes]
+        return {"rounds": len(self.rounds), "tokens_in": sum(r.tokens_in for r in self.rounds),
+                "tokens_out": sum(r.tokens_out for r in self.rounds), "cost": sum(r.cost for r in self.rounds),
+                "prompt_chars": sum(r.prompt_chars for r in self.rounds),
+                "written": sum(w.written for w in writes), "skipped": sum(not w.written for w in writes),
+                "steps": len(self.steps)}
