@@ -123,6 +123,7 @@ class Evaluation(Displayable):
     out: Path
     rows: list[dict] = field(default_factory=list)
     interrupted: bool = False
+    _traces: dict[str, Trace] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def results(self):
@@ -137,11 +138,19 @@ class Evaluation(Displayable):
         return pd.DataFrame(rows, columns=[COLUMNS[0], *extra, *COLUMNS[1:]])
 
     def trace(self, row: str) -> Trace:
-        """The trace of one row."""
+        """The trace of one row (read once, then kept: re-judging reads every row's trace at each edit)."""
+        got = self._traces.get(str(row))
+        if got is not None:
+            return got
         for r in self.rows:
             if str(r["row"]) == str(row):
-                return as_trace(self.out / r["trace"])
+                got = self._traces[str(row)] = as_trace(self.out / r["trace"])
+                return got
         raise KeyError(f"no row {row!r} in {self.out}")
+
+    def traces(self) -> list[tuple[str, Trace]]:
+        """(row id, trace) of every row whose trace file exists, in input order."""
+        return [(str(r["row"]), self.trace(str(r["row"]))) for r in self.rows if (self.out / r["trace"]).is_file()]
 
     def counts(self) -> dict[str, int]:
         """How many rows ended with each status."""
@@ -169,7 +178,7 @@ class Evaluation(Displayable):
                 out.append({"row": r["row"], "status": r["status"], "verdicts": 0, "flips": 0, "changed": 0,
                             "first_flip": "(no trace)", "effect": "", "steps": ""})
                 continue
-            rows = rejudge_rows(path, edits, step=step, slates=slates)
+            rows = rejudge_rows(self.trace(str(r["row"])), edits, step=step, slates=slates)
             flips = [x for x in rows if x["flipped"]]
             first = flips[0] if flips else None
             out.append({"row": r["row"], "status": r["status"], "verdicts": len(rows), "flips": len(flips),

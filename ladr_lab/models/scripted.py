@@ -147,6 +147,13 @@ class ScriptedModel:
             self.calls.append({"key": key, "hints": hints, "call": call, "messages": messages})
         return self._completion(messages, out)
 
+    def reset(self) -> None:
+        """Start every key's script again from its first output and forget the recorded calls (a notebook's
+        Stepper does this when its run is reset)."""
+        with self._lock:
+            self._used = {key: 0 for key in self._script}
+            self.calls.clear()
+
     def close(self) -> None:
         """Nothing to release."""
 

@@ -1,0 +1,109 @@
+"""ReplayView: replay a recorded run against a ladder (usually an edited one) with the recorded outputs
+(`ReplayModel`), and see where it stops matching the recording and what changed.
+
+Plain replay stops at the first divergence (a prompt that is not the recorded one, a call the recording
+does not have); with a live model named in `then` (mixed replay) the run goes on live from there. The
+view shows the divergence (where, and the recorded → now diff of the message), the replayed run's
+result, a DiffView of the recording against the replay and a TraceView of the replay.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..config import Ladder, load_ladder
+from ..display import badge, concat, note, pre, tag
+from ..engine import Run
+from ..errors import LadrError
+from ..models import ReplayModel
+from ..trace import Trace
+from .diff_view import DiffView
+from .parts import View, head_html, ipw, message_html
+from .trace_view import TraceView
+
+__all__ = ["ReplayView"]
+
+
+class ReplayView(View):
+    """`ReplayView(ladder, trace, then=None, slates=None, inputs=None)`: press Replay (or call `replay()`) to
+    run `ladder` with `trace`'s recorded outputs; `then` (a model name or object) answers live from the first
+    divergence on. `run` is the replayed Run, `divergence` where it diverged (None: it did not), `diff_view`
+    and `trace_view` its views."""
+
+    css_class = "ladr-replay-view"
+
+    def __init__(self, ladder: Ladder | str | Path, trace: Any, *, then: Any = None, slates: dict | None = None,
+                 inputs: dict | None = None) -> None:
+        super().__init__()
+        w = ipw()
+        self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
+        self.recorded, self.path = self._recorded(trace)
+        self.slates, self.inputs = slates, inputs
+        self.run: Run | None = None
+        self.divergence: dict | None = None
+        self.diff_view: DiffView | None = None
+        self.trace_view: TraceView | None = None
+        self.then = w.Text(value=then if isinstance(then, str) else "", placeholder="offline, or a litellm model",
+                           description="then", tooltip="answer live with this model from the first divergence on "
+                                                       "(empty: stop there)")
+        self._then_model = then if then is not None and not isinstance(then, str) else None
+        self.replay_button = w.Button(description="Replay", button_style="primary")
+        self.status = w.HTML()
+        self.status.add_class("ladr-replay-status")
+        self.tabs = w.Tab(children=[])
+        calls = len(self.recorded.calls())
+        title = w.HTML(value=head_html(tag("b", f"Replay · {self.ladder.name}"),
+                                       note(f"  against {calls} recorded model call(s) from {self.path}")))
+        self.widget = self._root([title, w.HBox([self.replay_button, self.then]), self.status, self.tabs])
+        self.replay_button.on_click(lambda _b: self.replay())
+
+    @staticmethod
+    def _recorded(trace: Any) -> tuple[Trace, Path]:
+        from ..analysis.positions import as_trace
+        t = getattr(trace, "trace", trace)
+        if isinstance(t, (str, Path)):
+            return as_trace(t), Path(t)
+        t = as_trace(t)
+        # ReplayModel reads a JSONL file: write an in-memory trace to one
+        fh = tempfile.NamedTemporaryFile("w", suffix=".jsonl", prefix="ladr-replay-", delete=False)
+        fh.close()
+        t.to_jsonl(fh.name)
+        return t, Path(fh.name)
+
+    def replay(self) -> Run | None:
+        """Replay now (the Replay button); returns the replayed Run (None if it could not start)."""
+        then = self._then_model if self._then_model is not None else (self.then.value.strip() or None)
+        try:
+            model = ReplayModel(self.path, then=then, base_dir=self.ladder.base_dir)
+            run = Run(self.ladder, model=model, inputs=self.inputs, slates=self.slates)
+        except LadrError as exc:
+            self.status.value = message_html(f"cannot replay: {type(exc).__name__}: {exc}", "error")
+            return None
+        res = run.run()
+        self.run, self.divergence = run, res.divergence
+        d = self.divergence
+        if d is None:
+            text = concat(badge(res.status), f" replayed {res.llm_calls} call(s) from the recording: no divergence")
+        else:
+            where = f"step {d.get('step')} node {d.get('node')} round {d.get('round')}" + \
+                (f" iteration {d['iteration']}" if d.get("iteration", 1) != 1 else "")
+            live = f"; {res.live_calls} call(s) answered live" if res.live_calls else ""
+            text = concat(badge(res.status), " ", tag("b", f"diverged at {where}"), live,
+                          tag("div", res.error, style="color: #cf222e") if res.error and not res.live_calls else None,
+                          tag("div", note("recorded → now, in the " + str(d.get("role") or "") + " message:")),
+                          pre(d.get("diff") or "", 8000))
+        self.status.value = str(text)
+        for view in (self.diff_view, self.trace_view):
+            if view is not None:
+                view.close()
+        self.diff_view = DiffView(self.recorded, run.trace)
+        self.trace_view = TraceView(run)
+        self.tabs.children = [self.diff_view.widget, self.trace_view.widget]
+        self.tabs.set_title(0, "Recorded vs replayed")
+        self.tabs.set_title(1, "Replayed run")
+        return run
+
+    def static_html(self) -> str:
+        """The replay's outcome as a static view, for a notebook saved without widget state."""
+        return self.status.value + (self.diff_view.static_html() if self.diff_view is not None else "")

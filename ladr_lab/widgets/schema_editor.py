@@ -1,0 +1,297 @@
+"""RequestMatchEditor: edit a step's requestMatch (YAML or JSON) and see, as you type, which recorded rounds
+would flip.
+
+On every change of the text: it is parsed (a YAML or JSON syntax error is shown at its line), checked against
+its metaschema (each error at the line of the offending part), checked for keywords its dialect does not know
+(`requried`), and every recorded output of the step (in one trace, several, or a whole evaluation) is judged
+again with `rejudge` (no model call). Each flip is listed with the deciding keyword and its schema and instance
+paths, and what it would change downstream. Lint's findings for the step are shown for the edited ladder.
+`apply()` returns the edited Ladder (its YAML rewritten in place, see `analysis/rewrite.py`) and `to_yaml()`
+its text.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..analysis import Evaluation, lint, load_evaluation, rejudge_rows
+from ..analysis.edits import Edits
+from ..analysis.html import finding_html
+from ..analysis.rewrite import TEST_KEYS, replace_schema, schema_text, to_yaml_text
+from ..config import Ladder, load_ladder
+from ..display import Html, badge, concat, note, plural, pre, root, table, tag
+from ..errors import ConfigError
+from ..trace import Trace
+from .parts import View, head_html, ipw
+
+__all__ = ["RequestMatchEditor"]
+
+MAX_FLIPS = 200
+
+
+def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
+    out: list[tuple[str, Trace]] = []
+    items = trace if isinstance(trace, (list, tuple)) else ([] if trace is None else [trace])
+    for i, t in enumerate(items, 1):
+        if isinstance(t, Trace):
+            out.append((f"trace {i}" if len(items) > 1 else "trace", t))
+        elif isinstance(getattr(t, "trace", None), Trace):
+            out.append((f"run {i}" if len(items) > 1 else "run", t.trace))
+        else:
+            from ..analysis.positions import as_trace
+            out.append((str(t), as_trace(t)))
+    if evaluation is not None:
+        ev = evaluation if isinstance(evaluation, Evaluation) else load_evaluation(evaluation)
+        out += [(f"row {rid}", t) for rid, t in ev.traces()]
+    return out
+
+
+def _value_at(value: Any, path: tuple) -> Any:
+    """The part of `value` at `path` (None when there is none)."""
+    for part in path:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+def _line_of(positions: Any, path: tuple, *, key: bool = False) -> int | None:
+    if positions is None:
+        return None
+    lc = positions.of(tuple(path), key=key)
+    return None if lc is None else lc[0]
+
+
+class RequestMatchEditor(View):
+    """`RequestMatchEditor(ladder, step, trace=None, evaluation=None)`: a step's requestMatch in a text box
+    (YAML, or JSON with `format="json"`), re-judged live against recorded runs (`trace`: a Trace, a Run, a JSONL
+    path or a list of them; `evaluation`: an Evaluation or its folder). `test="jsonMatches"` or `"match"` edits
+    the step's gate or slateWrite schema instead."""
+
+    css_class = "ladr-schema-editor"
+
+    def __init__(self, ladder: Ladder | str | Path, step: str, trace: Any = None, evaluation: Any = None, *,
+                 test: str = "requestMatch", format: str = "yaml", slates: dict | None = None) -> None:
+        super().__init__()
+        w = ipw()
+        self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
+        self.step = step
+        self.test = test
+        self.slates = slates
+        if test not in TEST_KEYS:
+            raise ValueError(f"test must be one of {', '.join(TEST_KEYS)} (got {test!r})")
+        self.original_text = schema_text(self.ladder, step, test)      # ConfigError when the step has none
+        from ..analysis.rewrite import _current
+        self.original: dict = _current(self.ladder.step(step), test)
+        self.traces = _traces(trace, evaluation)
+        self.schema: dict | None = dict(self.original)
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.rows: list[dict] = []
+        self.findings: list = []
+        self.applied: Ladder | None = None
+        self.format = w.ToggleButtons(options=["YAML", "JSON"], value="JSON" if format.lower() == "json" else "YAML",
+                                      style={"button_width": "5em"})
+        self.text = w.Textarea(value=self.original_text if self.format.value == "YAML" else
+                               json.dumps(self.original, indent=2, ensure_ascii=False),
+                               layout=w.Layout(width="100%", height=f"{min(30, max(8, self.original_text.count(chr(10)) + 3))}em"))
+        self.text.add_class("ladr-schema-text")
+        self.errors_html = w.HTML()
+        self.errors_html.add_class("ladr-schema-errors")
+        self.summary = w.HTML()
+        self.summary.add_class("ladr-rejudge-summary")
+        self.flips_html = w.HTML()
+        self.flips_html.add_class("ladr-flips")
+        self.lint_html = w.HTML()
+        self.lint_html.add_class("ladr-lint-findings")
+        self.apply_button = w.Button(description="Apply", button_style="primary",
+                                     tooltip="make the edited ladder (editor.applied)")
+        self.export_button = w.Button(description="Export YAML", tooltip="show the whole edited ladder's YAML")
+        self.revert_button = w.Button(description="Revert", tooltip="back to the ladder's schema")
+        self.export = w.Textarea(layout=w.Layout(width="100%", height="16em", display="none"))
+        self.export.add_class("ladr-export")
+        self.message = w.HTML()
+        where = (f"re-judging the recorded outputs of {plural(len(self.traces), 'run')}" if self.traces
+                 else "no recorded runs given: pass trace= or evaluation= to see flips")
+        title = w.HTML(value=head_html(tag("b", f"{test} of step {step}"), note(f"  ({self.ladder.name}; {where})")))
+        self.widget = self._root([title, self.format, self.text, self.errors_html, self.summary, self.flips_html,
+                                  self.lint_html, w.HBox([self.apply_button, self.export_button, self.revert_button]),
+                                  self.message, self.export])
+        self.text.observe(lambda _c: self.update(), names="value")
+        self.format.observe(self._switch, names="value")
+        self.apply_button.on_click(lambda _b: self._apply_clicked())
+        self.export_button.on_click(lambda _b: self._export_clicked())
+        self.revert_button.on_click(lambda _b: self.revert())
+        self.update()
+
+    # ---- parsing and checking ------------------------------------------------------------------------
+    def _parse(self, text: str, fmt: str | None = None) -> tuple[Any, Any, list[str]]:
+        """(value, positions, syntax errors) of `text` read as `fmt` (default: the format chosen)."""
+        from ..config.reader import load_yaml
+        fmt = fmt or self.format.value
+        if fmt == "JSON":
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                line = getattr(exc, "lineno", None)
+                return None, None, [f"line {line}: not JSON: {getattr(exc, 'msg', exc)}" if line else f"not JSON: {exc}"]
+        try:
+            value, pos = load_yaml(text)
+        except ConfigError as exc:
+            if fmt == "JSON":
+                return value, None, []
+            return None, None, [(f"line {exc.line}: " if exc.line else "") + exc.message]
+        return value, pos, []
+
+    def _check(self, value: Any, pos: Any) -> list[str]:
+        from ..config.keywords import iter_unknown_keywords, schema_ok
+        from ..config.schemas import TYPE_NAMES, metaschema_errors, type_suggestion
+        if not isinstance(value, dict) or not value:
+            return ["the schema must be a non-empty mapping (a JSON Schema object)"]
+        problems = [] if schema_ok(value) else list(metaschema_errors(value))
+        errors = []
+        for path, message in problems:
+            line = _line_of(pos, tuple(path))
+            hint = type_suggestion(value, tuple(path))
+            if hint or (path and path[-1] == "type"):
+                message = f"{_value_at(value, path)!r} is not a JSON Schema type ({', '.join(TYPE_NAMES)})" \
+                    + (f'; did you mean "{hint}"?' if hint else "")
+            errors.append((f"line {line}: " if line else "") + f"{message}"
+                          + (f" (at {'/'.join(map(str, path))})" if path else ""))
+        self.warnings = []
+        for path, key, hint in iter_unknown_keywords(value):
+            line = _line_of(pos, tuple(path), key=True)
+            self.warnings.append((f"line {line}: " if line else "") + f'unknown keyword "{key}"'
+                                 + (f' (did you mean "{hint}"?)' if hint else "") + " — JSON Schema ignores it")
+        return errors
+
+    # ---- the live part -------------------------------------------------------------------------------
+    def update(self) -> None:
+        """Parse, check and re-judge the text now in the box (runs on every change)."""
+        value, pos, errors = self._parse(self.text.value)
+        self.warnings = []
+        if not errors:
+            errors = self._check(value, pos)
+        self.errors = errors
+        self.errors_html.value = "".join(str(tag("div", "✗ ", e, cls="ladr-schema-error",
+                                                 style="color: #cf222e; white-space: pre-wrap")) for e in errors) + \
+            "".join(str(tag("div", "⚠ ", x, cls="ladr-schema-warning", style="color: #bc4c00")) for x in self.warnings)
+        if errors:
+            self.schema = None
+            self.summary.value = str(note("fix the schema to re-judge"))
+            return
+        self.schema = value
+        self._rejudge()
+        self._lint()
+
+    def _rejudge(self) -> None:
+        assert self.schema is not None
+        edits = Edits({self.step: {self.test: self.schema}})
+        rows: list[dict] = []
+        for label, trace in self.traces:
+            for r in rejudge_rows(trace, edits, step=self.step, slates=self.slates):
+                r["trace"] = label
+                rows.append(r)
+        self.rows = rows
+        flips = self.flips
+        changed = sum(r["changed"] for r in rows)
+        self.summary.value = head_html(tag("b", f"{len(rows):,} recorded verdict(s) re-judged: "),
+                                       badge("flip") if flips else badge("same", title="nothing flips"),
+                                       f" {len(flips)} flipped, {changed} with a different outcome")
+        self.flips_html.value = "".join(self._flip_html(r) for r in flips[:MAX_FLIPS]) + \
+            (str(note(f"… {len(flips) - MAX_FLIPS} more flips")) if len(flips) > MAX_FLIPS else "")
+
+    @property
+    def flips(self) -> list[dict]:
+        """The re-judged rows whose verdict flipped (each with `trace`, the run it comes from)."""
+        return [r for r in self.rows if r["flipped"]]
+
+    @staticmethod
+    def _flip_html(r: dict) -> str:
+        where = f"{r['step']} · node {r['node']}" + (f" · round {r['round']}" if r["round"] is not None else "") + \
+            (f" · iteration {r['iteration']}" if r["iteration"] != 1 else "")
+        old = "match" if r["old"] else "no match"
+        new = "match" if r["new"] else "no match"
+        deciding = concat(" — deciding keyword ", tag("code", r["keyword"]), " at ", tag("code", r["schema_path"] or "/"),
+                          " (instance ", tag("code", r["instance_path"] or "/"), ")",
+                          note(f"  {r['message']}") if r.get("message") else None) if r.get("keyword") else None
+        effect = tag("div", "→ ", r["effect"], style="margin-left: 1.5em") if r.get("effect") else None
+        out = (r.get("output") or "")[:160]
+        return str(tag("div", "⇄ ", tag("b", where), note(f"  {r['trace']} #{r['seq']}  "), badge(old), " → ",
+                       badge(new), deciding, effect,
+                       tag("div", note("output: "), tag("code", out + ("…" if len(r.get("output") or "") > 160 else "")),
+                           style="margin-left: 1.5em"),
+                       cls="ladr-flip",
+                       style="border-left: 3px solid #cf222e; padding: 1px 6px; margin: 3px 0"))
+
+    def _edited(self) -> Ladder:
+        assert self.schema is not None
+        text = self.text.value if self.format.value == "YAML" else None
+        return replace_schema(self.ladder, self.step, self.schema, self.test, text=text)
+
+    def _lint(self) -> None:
+        try:
+            edited = self._edited()
+        except ConfigError as exc:
+            self.findings = []
+            self.lint_html.value = str(tag("div", f"the edited ladder does not load: {exc}", style="color: #cf222e"))
+            return
+        report = lint(edited, [t for _, t in self.traces])
+        self.findings = [f for f in report.findings if f.step in (self.step, None)]
+        if not self.findings:
+            self.lint_html.value = str(note("lint: nothing found for this step"))
+            return
+        self.lint_html.value = str(concat(tag("b", "lint"), table(["", "code", "step", "seen", "fix", "where"],
+                                                                 [finding_html(f) for f in self.findings])))
+
+    # ---- the buttons ---------------------------------------------------------------------------------
+    def _switch(self, change: dict) -> None:
+        value, _pos, errors = self._parse(self.text.value, change["old"])
+        if errors or value is None:
+            self.update()   # keep the text as it is (converting a broken schema would lose it); re-read it
+            return
+        self.text.value = json.dumps(value, indent=2, ensure_ascii=False) if change["new"] == "JSON" \
+            else to_yaml_text(value)
+
+    def apply(self) -> Ladder:
+        """The edited ladder (its YAML rewritten in place); raises ConfigError while the schema has errors."""
+        if self.schema is None:
+            raise ConfigError(f"the edited {self.test} has errors: " + "; ".join(self.errors), step_id=self.step,
+                              rule="invalid-schema")
+        self.applied = self._edited()
+        return self.applied
+
+    def to_yaml(self) -> str:
+        """The whole edited ladder's YAML."""
+        return self.apply().text
+
+    def revert(self) -> None:
+        """Put the ladder's own schema back in the box."""
+        self.text.value = self.original_text if self.format.value == "YAML" else \
+            json.dumps(self.original, indent=2, ensure_ascii=False)
+
+    def _apply_clicked(self) -> None:
+        try:
+            edited = self.apply()
+        except ConfigError as exc:
+            self.message.value = str(tag("div", str(exc), style="color: #cf222e"))
+            return
+        self.message.value = str(concat(badge("ok"), f" applied: editor.applied is the edited ladder {edited.name}"
+                                                     f" ({plural(len(self.flips), 'flip')} against the recorded runs)"))
+
+    def _export_clicked(self) -> None:
+        try:
+            self.export.value = self.to_yaml()
+        except ConfigError as exc:
+            self.message.value = str(tag("div", str(exc), style="color: #cf222e"))
+            return
+        self.export.layout.display = None
+
+    def static_html(self) -> str:
+        """The editor's state as a static view (the text and the flips found), for a notebook saved without
+        widget state."""
+        return str(root(pre(self.text.value, 8000), Html(self.errors_html.value), Html(self.summary.value),
+                        Html(self.flips_html.value), Html(self.lint_html.value), cls="ladr-schema-editor-static",
+                        title=f"{self.test} of step {self.step}"))

@@ -1,0 +1,348 @@
+"""SlateView: a slate folder's files (a paged table of sizes, dates and metatags, filtered by path), a tree
+opened level by level, a file preview, and the files a round fetched lit with their status.
+
+The listing comes from the folder itself (`file_stats`, `metatags`, `index`), which keeps it current; a view
+reads it again on `refresh()` (the Stepper calls it when a write is made). A 10,000-file folder sends one
+page of rows, the tree's first level, and nothing of a file until it is previewed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..display import badge, concat, fmt_bytes, join, json_text, note, plural, pre, table, tag
+from ..slate import Folder, Slate, SlateStore
+from ..slate.html import DIR_ENTRIES, file_rows, folder_html
+from ..trace import LlmCall, Trace, Write
+from ..trace.story import FetchRow, RoundStory, describe
+from .parts import PAGE, Fold, View, head_html, ipw, message_html
+
+__all__ = ["SlateView"]
+
+PREVIEW_CHARS = 20_000
+LIT_STYLE = {"fetched": "rgba(26,127,55,0.14)", "listed": "rgba(9,105,218,0.12)", "written": "rgba(26,127,55,0.22)",
+             "already_in_context": "rgba(110,119,129,0.15)", "left_out": "rgba(130,80,223,0.12)"}
+
+
+def _store_of(source: Any) -> tuple[SlateStore | None, Slate | None, Folder | None, Any]:
+    """(store, slate, folder, ladder) of a SlateStore, Slate, Folder, Run or a directory path."""
+    if isinstance(source, Folder):
+        return None, None, source, None
+    if isinstance(source, Slate):
+        return None, source, None, None
+    if isinstance(source, SlateStore):
+        return source, None, None, None
+    store = getattr(source, "store", None)
+    if isinstance(store, SlateStore):
+        return store, None, None, getattr(source, "ladder", None)
+    if isinstance(source, (str, Path)):
+        store = SlateStore()
+        path = Path(source)
+        store.bind(path.name or "slate", path)
+        return store, None, None, None
+    raise TypeError(f"SlateView shows a SlateStore, Slate, Folder, Run or directory, not {type(source).__name__}")
+
+
+class SlateView(View):
+    """A slate folder: `SlateView(store_or_folder, slate=None, folder=None)` takes a SlateStore (or a Run, whose
+    store it shows), a Slate, a Folder or a directory; `slate` and `folder` pick what to show first.
+    `light(trace, step, node, round)` lights the files that round fetched, with their status."""
+
+    css_class = "ladr-slate-view"
+
+    def __init__(self, store_or_folder: Any, slate: str | None = None, folder: str | None = None, *,
+                 page: int = PAGE, ladder: Any = None) -> None:
+        super().__init__()
+        w = ipw()
+        self.store, self._slate, self._folder, found_ladder = _store_of(store_or_folder)
+        self.ladder = ladder or found_ladder
+        self.page = page
+        self.lit: dict[str, str] = {}          # path -> status, for the folder shown
+        self.lit_round: RoundStory | None = None
+        self.writes: list[Write] = []
+        titles = self.store.titles() if self.store is not None else []
+        self.slate_pick = w.Dropdown(options=titles, description="slate", layout=w.Layout(width="auto"))
+        self.folder_pick = w.Dropdown(options=[], description="folder", layout=w.Layout(width="auto"))
+        self.picker = w.HBox([self.slate_pick, self.folder_pick])
+        if self.store is None:
+            self.picker.layout.display = "none"
+        self.header = w.HTML()
+        self.lit_html = w.HTML()
+        self.lit_html.add_class("ladr-lit")
+        self.filter = w.Text(placeholder="filter paths (substring)", description="filter",
+                             layout=w.Layout(width="22em"))
+        self.prev = w.Button(description="◀", layout=w.Layout(width="2.6em"))
+        self.next = w.Button(description="▶", layout=w.Layout(width="2.6em"))
+        self.page_label = w.HTML()
+        self.table = w.HTML()
+        self.table.add_class("ladr-file-table")
+        self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="auto"))
+        self.preview = w.HTML()
+        self.preview.add_class("ladr-preview")
+        files_tab = w.VBox([w.HBox([self.filter, self.prev, self.page_label, self.next],
+                                   layout=w.Layout(align_items="center")), self.table, self.preview_pick,
+                            self.preview])
+        self.tree = w.VBox([])
+        self.tree.add_class("ladr-tree")
+        self.tabs = w.Tab(children=[files_tab, self.tree])
+        self.tabs.set_title(0, "Files")
+        self.tabs.set_title(1, "Tree")
+        self.message = w.HTML()
+        self.widget = self._root([self.picker, self.header, self.lit_html, self.tabs, self.message])
+        self._start = 0
+        self._stats: list[tuple[str, int, int]] = []
+        self._tags: dict[str, dict] = {}
+        self._tree_files: list[tuple[Any, str]] = []       # (HTML widget, subfolder) of built tree levels
+        self.filter.observe(lambda _c: self._show(0), names="value")
+        self.prev.on_click(lambda _b: self._show(self._start - self.page))
+        self.next.on_click(lambda _b: self._show(self._start + self.page))
+        self.preview_pick.observe(lambda c: self.show_file(c["new"]) if c["new"] else None, names="value")
+        self.tabs.observe(self._tab, names="selected_index")
+        self.folder_pick.observe(lambda c: self._pick_folder(), names="value")
+        self.slate_pick.observe(lambda c: self._pick_slate(), names="value")
+        if self.store is not None:
+            chosen = slate if slate in titles else (titles[0] if titles else None)
+            self._choose(chosen, folder)
+        elif self._slate is not None:
+            self.folder_pick.options = self._slate.folder_names()
+            self.picker.children = [self.folder_pick]
+            self.picker.layout.display = None
+            self._choose_folder(folder if folder in self.folder_pick.options else
+                                (self.folder_pick.options[0] if self.folder_pick.options else None))
+        else:
+            self.refresh()
+
+    # ---- choosing what to show ------------------------------------------------------------------------
+    def _default_folder(self, slate: Slate) -> str | None:
+        names = slate.folder_names()
+        if self.ladder is not None:      # the folder the ladder retrieves from first is the one to watch
+            for s in self.ladder.all_steps():
+                if s.retrieve is not None and s.retrieve.slate == slate.title and s.retrieve.folder in names:
+                    return s.retrieve.folder
+        return names[0] if names else None
+
+    def _choose(self, title: str | None, folder: str | None = None) -> None:
+        if title is None or self.store is None:
+            self.refresh()
+            return
+        self._slate = self.store.slate(title)
+        self._busy = True
+        try:
+            self.slate_pick.value = title
+            names = self._slate.folder_names()
+            self.folder_pick.options = names
+        finally:
+            self._busy = False
+        self._choose_folder(folder if folder in names else self._default_folder(self._slate))
+
+    def _choose_folder(self, name: str | None) -> None:
+        self._busy = True
+        try:
+            if name is not None:
+                self.folder_pick.value = name
+        finally:
+            self._busy = False
+        self._folder = self._slate.folder(name) if (self._slate is not None and name is not None) else self._folder
+        self.lit = {}
+        self._tree_files = []
+        self.tree.children = ()
+        self.refresh()
+
+    def _pick_slate(self) -> None:
+        if not getattr(self, "_busy", False) and self.slate_pick.value:
+            self._choose(self.slate_pick.value)
+
+    def _pick_folder(self) -> None:
+        if not getattr(self, "_busy", False) and self.folder_pick.value:
+            self._choose_folder(self.folder_pick.value)
+
+    def show(self, slate: str | None = None, folder: str | None = None) -> None:
+        """Show another slate and/or folder."""
+        if slate is not None and self.store is not None and slate != getattr(self._slate, "title", None):
+            self._choose(slate, folder)
+        elif folder is not None:
+            self._choose_folder(folder)
+
+    @property
+    def folder(self) -> Folder | None:
+        """The folder shown."""
+        return self._folder
+
+    # ---- reading --------------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Read the folder's listing and metatags again (after a write, or an edit on disk)."""
+        f = self._folder
+        if f is None:
+            self.header.value = str(note("no folder to show"))
+            self.table.value = ""
+            return
+        self._stats = f.file_stats()
+        self._tags = f.metatags()
+        total = sum(s[1] for s in self._stats)
+        declared = dict(f.spec.metatags)
+        self.header.value = head_html(tag("b", f"{getattr(self._slate, 'title', '') + ' / ' if self._slate else ''}"
+                                               f"{f.name}"),
+                                      note(f"  {f.path}  ·  {len(self._stats):,} files, {fmt_bytes(total)}"
+                                           + (f"  ·  metatags {json_text(declared, None)}" if declared else "")))
+        self._show(self._start)
+        if self._tree_files or self.tabs.selected_index == 1:
+            self._build_tree()
+
+    def _filtered(self) -> list[tuple[str, int, int]]:
+        needle = (self.filter.value or "").strip().lower()
+        return [s for s in self._stats if needle in s[0].lower()] if needle else self._stats
+
+    def _show(self, start: int) -> None:
+        f = self._folder
+        if f is None:
+            return
+        stats = self._filtered()
+        start = max(0, min(start, max(0, (len(stats) - 1) // self.page * self.page)))
+        self._start = start
+        rows, n = file_rows(f, start, self.page, stats=stats, tags=self._tags)
+        cells, styles = [], []
+        for r in rows:
+            st = self.lit.get(r["path"])
+            cells.append([badge(st) if st else "", tag("code", r["path"]), fmt_bytes(r["size"]), r["modified"],
+                          join((concat(tag("b", k), ": ", json_text(v, None)[:100]) for k, v in r["metatags"].items()),
+                               "; ")])
+            styles.append(f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None)
+        self.table.value = str(table(["", "path", "size", "modified", "metatags"], cells, row_styles=styles))
+        self.page_label.value = str(note(f"{start + 1 if n else 0:,}–{start + len(rows):,} of {n:,}"))
+        self.prev.disabled = start <= 0
+        self.next.disabled = start + self.page >= n
+        current = self.preview_pick.value
+        self.preview_pick.options = [r["path"] for r in rows]
+        if current in self.preview_pick.options:
+            self.preview_pick.value = current
+
+    def show_file(self, rel: str) -> None:
+        """Preview one file: its first characters and its metatags."""
+        f = self._folder
+        if f is None:
+            return
+        ex = f.read_excerpt(rel, PREVIEW_CHARS)
+        if ex is None:
+            self.preview.value = message_html(f"{rel}: not found", "error")
+            return
+        tags = self._tags.get(rel) or {}
+        st = self.lit.get(rel)
+        head = concat(tag("b", rel), " ", badge(st) if st else None, note(f"  {fmt_bytes(ex.total_bytes)}"))
+        self.preview.value = str(concat(head, pre(json_text(tags), 2000) if tags else None,
+                                        pre(ex.text, -1, max_height="28em"),
+                                        note(f"(the first {len(ex.text):,} characters)") if ex.truncated else None))
+
+    # ---- the tree, one level at a time ------------------------------------------------------------------
+    def _tab(self, change: dict) -> None:
+        if change.get("new") == 1 and not self.tree.children:
+            self._build_tree()
+
+    def _build_tree(self) -> None:
+        self._tree_files = []
+        self.tree.children = tuple(self._level(""))
+
+    def _level(self, sub: str) -> list:
+        w = ipw()
+        f = self._folder
+        entries = (f.index(sub) or []) if f is not None else []
+        files = [e for e in entries if not str(e["name"]).endswith("/")]
+        dirs = [e for e in entries if str(e["name"]).endswith("/")]
+        out = []
+        for e in dirs[:DIR_ENTRIES]:
+            path = f"{sub}/{str(e['name'])[:-1]}" if sub else str(e["name"])[:-1]
+            out.append(Fold(head_html(tag("b", e["name"]), note(f"  {plural(int(e.get('files', 0)), 'file')}, "
+                                                                 f"{fmt_bytes(int(e.get('size', 0)))}")),
+                            lambda p=path: self._level(p), cls="ladr-tree-dir").widget)
+        if len(dirs) > DIR_ENTRIES:
+            out.append(w.HTML(value=str(note(f"… {len(dirs) - DIR_ENTRIES} more subfolders (filter the Files tab)"))))
+        html = w.HTML()
+        self._tree_files.append((html, sub))
+        self._render_files(html, sub, files)
+        out.append(html)
+        return out
+
+    def _render_files(self, html: Any, sub: str, files: list | None = None) -> None:
+        if files is None:
+            f = self._folder
+            files = [e for e in ((f.index(sub) or []) if f is not None else []) if not str(e["name"]).endswith("/")]
+        lines = []
+        for e in files[:DIR_ENTRIES * 2]:
+            rel = f"{sub}/{e['name']}" if sub else str(e["name"])
+            st = self.lit.get(rel)
+            lines.append(tag("div", tag("code", e["name"]), note(f"  {fmt_bytes(int(e.get('size', 0)))} "),
+                             badge(st) if st else None,
+                             style=f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None))
+        if len(files) > DIR_ENTRIES * 2:
+            lines.append(note(f"… {len(files) - DIR_ENTRIES * 2} more files (filter the Files tab)"))
+        html.value = str(join(lines))
+
+    # ---- lighting a round's files ------------------------------------------------------------------------
+    def light(self, trace: Any, step: str | None = None, node: int = 1, round: int = 1, iteration: int = 1) -> None:
+        """Light the files a round fetched (`light(trace, step, node, round)`, or `light(llm_call_event)`), with
+        their status: fetched, not found, already in context, no match, left out."""
+        if isinstance(trace, RoundStory):
+            story = trace
+        elif isinstance(trace, LlmCall):
+            story = describe(trace)         # type: ignore[assignment]
+        else:
+            t = trace if isinstance(trace, Trace) else getattr(trace, "trace", trace)
+            if step is None:
+                raise TypeError("light(trace, step, node, round): name the step")
+            story = describe(t.call(step, node, round, iteration))      # type: ignore[assignment]
+        assert isinstance(story, RoundStory)
+        self.lit_round = story
+        self._follow_folder(story.step)
+        self.lit = {r.path: r.status for r in story.fetched if r.mode != "subfolders"}
+        self._render_lit(story.label, story.fetched)
+        self._redraw_lit()
+
+    def clear_light(self) -> None:
+        """Light nothing."""
+        self.lit_round = None
+        self.lit = {}
+        self.lit_html.value = ""
+        self._redraw_lit()
+
+    def note_write(self, event: Write) -> None:
+        """Show a write (the Stepper calls this as writes are made): the listing is read again and a written
+        file of this folder is lit."""
+        self.writes.append(event)
+        self.refresh()
+        target = event.target.split("#", 1)[0]
+        if self._folder is not None and self._slate is not None:
+            prefix = f"{self._slate.title}/{self._folder.name}/"
+            if event.status == "written" and target.startswith(prefix):
+                self.lit[target[len(prefix):]] = "written"
+                self._redraw_lit()
+        lines = [str(tag("div", "✎ ", tag("code", x.target), " ", badge(x.status), note(f"  {x.reason}" if x.reason
+                                                                                         else "")))
+                 for x in self.writes[-5:]]
+        self.message.value = "".join(lines)
+
+    def _follow_folder(self, step: str) -> None:
+        if self.ladder is None or self.store is None:
+            return
+        s = self.ladder.step(step)
+        if s is None or s.retrieve is None:
+            return
+        r = s.retrieve
+        if self._slate is None or self._slate.title != r.slate or self._folder is None or self._folder.name != r.folder:
+            if r.slate in self.store:
+                self._choose(r.slate, r.folder)
+
+    def _render_lit(self, label: str, rows: tuple[FetchRow, ...]) -> None:
+        if not rows:
+            self.lit_html.value = head_html(tag("b", label), note("  fetched nothing"))
+            return
+        cells = [[badge(r.status), r.mode, tag("code", r.path), note(r.detail.strip())] for r in rows]
+        self.lit_html.value = head_html(tag("b", f"{label}: "), note(plural(len(rows), "entry", "entries")),
+                                        table(["status", "mode", "path", ""], cells))
+
+    def _redraw_lit(self) -> None:
+        self._show(self._start)
+        for html, sub in self._tree_files:
+            self._render_files(html, sub)
+
+    def static_html(self) -> str:
+        """The folder as a static view, for a notebook saved without widget state."""
+        return folder_html(self._folder) if self._folder is not None else ""

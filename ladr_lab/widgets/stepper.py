@@ -1,0 +1,237 @@
+"""Stepper: drive a run one model call at a time, see the next prompt before it is sent, answer it by hand.
+
+Buttons: Step (one model call, `Run.step()`), Run step (`Run.run_step()`), Run all (to the end, stopping
+when a breakpoint step starts), Reset (a new run with the same arguments). The pending call's prompt is
+shown section by section; typing in the fork box and pressing "Answer by hand" answers it with that text
+(`Run.step(output=...)`, a fork: the trace marks it `provenance: "edited"`). Its TraceView and SlateView
+follow the run as its events arrive (the trace's listeners): rounds appear as they are made, the files a
+round fetched are lit, and writes show in the SlateView.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import Ladder, load_ladder
+from ..config.rules import suggest
+from ..display import badge, concat, details, json_text, note, plural, pre, tag
+from ..engine import Run
+from ..engine.html import run_html
+from ..errors import LadrError
+from ..trace import Event, Events, LlmCall, StepStart, Write
+from ..trace.story import RoundStory
+from .parts import CHUNK, Fold, PagedText, View, head_html, ipw, message_html
+from .slate_view import SlateView
+from .trace_view import TraceView
+
+__all__ = ["Stepper"]
+
+
+class Stepper(View):
+    """A run driven from buttons: `Stepper(ladder, input=..., model=..., breakpoints=("verify",))`.
+
+    `model` is a model name, a model object (reset with it when it has `reset()`, as ScriptedModel does) or a
+    function of no arguments that makes a fresh model for every run. `run` is the current Run, `rounds` the
+    model calls made so far, `trace_view` and `slate_view` its views."""
+
+    css_class = "ladr-stepper"
+
+    def __init__(self, ladder: Ladder | str | Path, *, input: str | None = None, inputs: dict | None = None,
+                 model: Any = None, slates: dict | None = None, breakpoints: tuple | list = ()) -> None:
+        super().__init__()
+        w = ipw()
+        self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
+        self._args = {"input": input, "inputs": inputs, "slates": slates}
+        self._model = model
+        ids = [s.id for s in self.ladder.all_steps()]
+        unknown = [b for b in breakpoints if b not in ids]
+        if unknown:
+            hint = suggest(unknown[0], ids)
+            raise ValueError(f"breakpoint {unknown[0]!r} is not a step of {self.ladder.name}"
+                             + (f' (did you mean "{hint}"?)' if hint else f" (steps: {', '.join(ids)})"))
+        self.run: Run = self._new_run()
+        self.counter = w.HTML()
+        self.counter.add_class("ladr-round-count")
+        title = w.HTML(value=head_html(tag("b", f"Stepper · {self.ladder.name}")))
+        self.step_button = w.Button(description="Step", button_style="primary", tooltip="make exactly one model call")
+        self.run_step_button = w.Button(description="Run step", tooltip="finish the step now executing")
+        self.run_all_button = w.Button(description="Run all", tooltip="run to the end, stopping at breakpoints")
+        self.reset_button = w.Button(description="Reset", tooltip="start a new run with the same arguments")
+        self.breakpoint_box = w.TagsInput(value=list(breakpoints), allowed_tags=ids, allow_duplicates=False,
+                                          tooltip="Run all stops when one of these steps starts")
+        controls = w.HBox([self.step_button, self.run_step_button, self.run_all_button, self.reset_button],
+                          layout=w.Layout(flex_flow="row wrap"))
+        bp = w.HBox([w.HTML(value=str(note("breakpoints: "))), self.breakpoint_box],
+                    layout=w.Layout(align_items="center"))
+        self.message = w.HTML()
+        self.pending_box = w.VBox([])
+        self.pending_box.add_class("ladr-pending")
+        self.fork = w.Textarea(placeholder="Type an answer for the pending call, then press “Answer by hand” "
+                                           "(it is judged like a model output; the trace marks it edited).",
+                               layout=w.Layout(width="100%", height="5em"))
+        self.fork.add_class("ladr-fork")
+        self.fork_button = w.Button(description="Answer by hand", tooltip="answer the pending call with this text")
+        self.fork_box = w.VBox([self.fork, self.fork_button])
+        self.trace_view = TraceView(self.run, follow=True)
+        self.slate_view = SlateView(self.run, ladder=self.ladder)
+        self.trace_view.on_round(self._round_opened)
+        self.tabs = w.Tab(children=[self.trace_view.widget, self.slate_view.widget])
+        self.tabs.set_title(0, "Trace")
+        self.tabs.set_title(1, "Slate")
+        self.widget = self._root([w.HBox([title, self.counter], layout=w.Layout(justify_content="space-between")),
+                                  controls, bp, self.message, self.pending_box, self.fork_box, self.tabs])
+        self.step_button.on_click(lambda _b: self.step())
+        self.run_step_button.on_click(lambda _b: self.run_step())
+        self.run_all_button.on_click(lambda _b: self.run_all())
+        self.reset_button.on_click(lambda _b: self.reset())
+        self.fork_button.on_click(lambda _b: self.answer(self.fork.value))
+        self._listen()
+        self._refresh()
+
+    # ---- the run ---------------------------------------------------------------------------------------
+    def _make_model(self) -> Any:
+        m = self._model
+        if callable(m) and not hasattr(m, "complete"):
+            return m()              # a factory: a fresh model for every run
+        if m is not None and hasattr(m, "reset"):
+            m.reset()
+        return m
+
+    def _new_run(self) -> Run:
+        a = self._args
+        return Run(self.ladder, model=self._make_model(), input=a["input"], inputs=a["inputs"], slates=a["slates"])
+
+    def _listen(self) -> None:
+        self._stack.enter_context(self.run.trace.listening(self._on_event))
+
+    def _on_event(self, e: Event) -> None:
+        if isinstance(e, LlmCall) and e.fetched:
+            self.slate_view.light(e)
+        elif isinstance(e, Write):
+            self.slate_view.note_write(e)
+
+    def _round_opened(self, r: RoundStory) -> None:
+        if r.fetched:
+            self.slate_view.light(r)
+
+    @property
+    def rounds(self) -> int:
+        """Model calls made so far in this run (answers by hand included)."""
+        return sum(1 for e in self.run.trace.events if isinstance(e, LlmCall))
+
+    @property
+    def breakpoints(self) -> list[str]:
+        """The step ids Run all stops at."""
+        return list(self.breakpoint_box.value)
+
+    # ---- driving ---------------------------------------------------------------------------------------
+    def _drive(self, what: str, fn: Any) -> Any:
+        if self.run.done:
+            self._refresh(message_html(f"The run has ended ({self.run.status}): Reset starts a new one."))
+            return None
+        try:
+            out = fn()
+        except LadrError as exc:            # e.g. a call that is no longer pending: say so, keep the view
+            self._refresh(message_html(f"{what}: {type(exc).__name__}: {exc}", "error"))
+            return None
+        self._refresh()
+        return out
+
+    def step(self) -> Events:
+        """Make exactly one model call (the Step button); returns its events."""
+        out = self._drive("Step", self.run.step)
+        return out if out is not None else Events()
+
+    def run_step(self) -> Events:
+        """Finish the step now executing (the Run step button); returns its events."""
+        out = self._drive("Run step", self.run.run_step)
+        return out if out is not None else Events()
+
+    def run_all(self) -> list[Event]:
+        """Run to the end, or until a breakpoint step starts (the Run all button); the run then waits before
+        that step's first call, and the next Run all goes on from there."""
+        stops = set(self.breakpoints)
+        stopped: list[str] = []
+
+        def go() -> list[Event]:
+            events = self.run.trace.events
+            mark = len(events)
+            while not self.run.done:
+                seen = len(events)
+                self.run.step()
+                hit = [e.step for e in events[seen:] if isinstance(e, StepStart) and e.step in stops and not e.depth]
+                if hit and not self.run.done:
+                    stopped.append(hit[-1])
+                    break
+            return Events(events[mark:])
+
+        out = self._drive("Run all", go)
+        if stopped:
+            self._refresh(message_html(f"Stopped at breakpoint {stopped[-1]!r}: its first call is pending.",
+                                       "warning"))
+        return out if out is not None else Events()
+
+    def answer(self, text: str) -> Events:
+        """Answer the pending call by hand with `text` (the "Answer by hand" button): a fork."""
+        out = self._drive("Answer by hand", lambda: self.run.step(output=text))
+        if out is None:
+            return Events()
+        self.fork.value = ""
+        return out
+
+    def reset(self) -> None:
+        """Start a new run with the same ladder, inputs, model and slates (the Reset button)."""
+        self._stack.close()
+        self.run.close()
+        self.run = self._new_run()
+        self.trace_view.set_source(self.run)
+        self.slate_view.clear_light()
+        self.slate_view.writes.clear()
+        self.slate_view.message.value = ""
+        self.slate_view.refresh()
+        self._listen()
+        self._refresh(message_html("A new run: nothing sent yet."))
+
+    # ---- drawing ---------------------------------------------------------------------------------------
+    def _refresh(self, message: str = "") -> None:
+        w = ipw()
+        run = self.run
+        n = self.rounds
+        self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
+        self.message.value = message
+        done = run.done
+        for b in (self.step_button, self.run_step_button, self.run_all_button, self.fork_button):
+            b.disabled = done
+        self.fork_box.layout.display = "none" if done else None
+        if done:
+            res = run.result
+            text = concat(badge(res.status), f" after {plural(res.llm_calls, 'model call')}",
+                          tag("div", res.error, style="color: #cf222e") if res.error else None,
+                          tag("b", "output"), pre(res.output or "(empty)", 4000))
+            self.pending_box.children = (w.HTML(value=str(text)),)
+            return
+        pending = run.pending
+        if not pending:
+            self.pending_box.children = ()
+            return
+        req = pending[0]
+        head = head_html(tag("b", "next: "), tag("b", f"{req.step} · node {req.node} · round {req.round}"),
+                         " ", badge("forced final") if req.info.forced_final else None,
+                         note(f"  {req.prompt_chars:,} prompt chars → {getattr(req.model, 'name', '?')}"
+                              + (f"; {len(pending) - 1} more pending" if len(pending) > 1 else "")))
+        parts: list = [w.HTML(value=head)]
+        for s in req.prompt_sections():
+            parts.append(Fold(head_html(badge(s.kind, "#6e7781"), " ", tag("b", s.name), note(f"  {len(s.text):,} chars")),
+                              lambda text=s.text: [PagedText(text, chunk=CHUNK).widget], cls="ladr-section").widget)
+        if req.info.request_match is not None:
+            parts.append(w.HTML(value=str(details(concat(tag("b", "requestMatch"),
+                                                         note("  a match is a retrieval request; anything else is "
+                                                              "the final answer")),
+                                                  pre(json_text(req.info.request_match), 8000)))))
+        elif req.info.forced_final:
+            parts.append(w.HTML(value=str(note("forced final call: its output is final whatever it looks like"))))
+        self.pending_box.children = tuple(parts)
+
+    def static_html(self) -> str:
+        """The run as a static view, for a notebook saved without widget state."""
+        return run_html(self.run)
