@@ -6,7 +6,9 @@
     >>> run.step()          # exactly one model call; returns its events
     >>> run.run()           # to the end
 
-Heavy dependencies (litellm, pandas, ipywidgets, numpy) are imported only where used.
+In a notebook every object above displays itself (a static HTML view); `ladr_lab.widgets` adds the
+interactive views, `%load_ext ladr_lab` the `%%ladder NAME` cell magic, and `ladr_lab.watch(path)` reloads a
+ladder file when it changes. Heavy dependencies (litellm, pandas, ipywidgets, numpy) are imported only where used.
 """
 from .analysis import (
     Evaluation,
@@ -23,7 +25,7 @@ from .analysis import (
     rejudge_rows,
     round_diff,
 )
-from .config import Ladder, iter_problems, load_ladder, load_ladder_text
+from .config import Ladder, WatchedLadder, iter_problems, load_ladder, load_ladder_text, watch
 from .cost import cost_report
 from .engine import FORCED_FINAL_LINE, CallRequest, Run, RunResult, run_ladder
 from .errors import (
@@ -54,6 +56,13 @@ from .slate import FolderSpec, SlateStore
 from .trace import Event, Trace, load_trace
 
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext ladr_lab`: register the `%%ladder NAME` cell magic (ladr_lab.magics, imported only now)."""
+    from .magics import load_ipython_extension as load
+    load(ipython)
+
 
 __all__ = [
     "BudgetExhausted",
@@ -89,6 +98,7 @@ __all__ = [
     "SlateStore",
     "SourceResolutionError",
     "Trace",
+    "WatchedLadder",
     "cost_report",
     "diff_prompts",
     "diff_runs",
@@ -99,6 +109,7 @@ __all__ = [
     "iter_problems",
     "lint",
     "load_evaluation",
+    "load_ipython_extension",
     "load_ladder",
     "load_ladder_text",
     "load_trace",
@@ -106,4 +117,5 @@ __all__ = [
     "rejudge_rows",
     "round_diff",
     "run_ladder",
+    "watch",
 ]

@@ -41,9 +41,9 @@ COLORS = {
     "changed": "#bc4c00", "added": "#1a7f37", "removed": "#cf222e", "flip": "#cf222e", "edited": "#8250df",
     "ok": "#1a7f37", "not ok": "#bc4c00",
 }
-_FONT = ("font-family: -apple-system, BlinkMacSystemFont, 'Segoe UI', Helvetica, Arial, sans-serif; "
-         "font-size: 13px; line-height: 1.45")
-_MONO = "font-family: SFMono-Regular, Menlo, Consolas, 'Liberation Mono', monospace; font-size: 12px"
+_FONT = ("font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif;"
+         "font-size:13px;line-height:1.45")
+_MONO = "font-family:SFMono-Regular,Menlo,Consolas,'Liberation Mono',monospace;font-size:12px"
 
 
 class Html(str):
@@ -103,15 +103,15 @@ def clip(text: str | None, limit: int) -> tuple[str, int]:
 
 def note(text: Any) -> Html:
     """A quiet remark (grey, small)."""
-    return tag("span", text, style="color: #6e7781; font-size: 0.92em")
+    return tag("span", text, style="color:#6e7781;font-size:0.92em")
 
 
 def pre(text: str | None, limit: int = 4000, *, cls: str | None = None, max_height: str = "24em") -> Html:
     """Monospaced text kept as written (wrapped, scrolled past `max_height`), cut at `limit` characters with a
     note saying how much was left out."""
     shown, more = clip(text, limit)
-    style = (f"{_MONO}; white-space: pre-wrap; word-break: break-word; margin: 2px 0; padding: 4px 6px; "
-             f"background: rgba(127,127,127,0.08); border-radius: 3px; max-height: {max_height}; overflow: auto")
+    style = (f"{_MONO};white-space:pre-wrap;word-break:break-word;margin:2px 0;padding:4px 6px;"
+             f"background:rgba(127,127,127,0.08);border-radius:3px;max-height:{max_height};overflow:auto")
     body = tag("pre", shown, style=style, cls=cls)
     if more:
         body = concat(body, note(f"… {more:,} more characters not shown"))
@@ -122,42 +122,42 @@ def badge(text: Any, color: str | None = None, *, title: str | None = None, cls:
     """A small coloured label (the colour from `COLORS` by the text when not given)."""
     c = color or COLORS.get(str(text), "#6e7781")
     return tag("span", text, cls=cls, title=title,
-               style=f"display: inline-block; padding: 0 6px; border-radius: 9px; font-size: 0.85em; "
+               style=f"display:inline-block;padding:0 6px;border-radius:9px;font-size:0.85em;line-height:1.35;"
                      f"border: 1px solid {c}; color: {c}; white-space: nowrap")
 
 
 def details(summary: Any, *body: Any, open: bool = False, cls: str | None = None) -> Html:
     """A collapsible part: `summary` always shown, `body` when opened (no JavaScript needed)."""
-    return tag("details", tag("summary", summary, style="cursor: pointer"),
-               tag("div", *body, style="margin: 2px 0 4px 16px"), open=open, cls=cls)
+    return tag("details", tag("summary", summary, style="cursor:pointer"),
+               tag("div", *body, style="margin:2px 0 4px 16px"), open=open, cls=cls)
 
 
 def table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, cls: str | None = None,
           row_styles: Sequence[str | None] | None = None) -> Html:
     """A compact table; cells are escaped unless Html."""
-    cell = "padding: 1px 8px; text-align: left; vertical-align: top; border-bottom: 1px solid rgba(127,127,127,0.2)"
+    cell = "padding:1px 8px;text-align:left;vertical-align:top;border-bottom:1px solid rgba(127,127,127,0.2)"
     head = tag("tr", *(tag("th", h, style=cell + "; font-weight: 600") for h in header))
     body = []
     for i, r in enumerate(rows):
         st = row_styles[i] if row_styles is not None and i < len(row_styles) else None
         body.append(tag("tr", *(tag("td", c, style=cell) for c in r), style=st))
     return tag("table", tag("thead", head), tag("tbody", join(body)), cls=cls,
-               style="border-collapse: collapse; margin: 4px 0; font-size: 0.95em")
+               style="border-collapse:collapse;margin:4px 0;font-size:0.95em")
 
 
 def kv_table(pairs: Iterable[tuple[Any, Any]]) -> Html:
     """Name/value rows (names bold), leaving out pairs whose value is None."""
-    cell = "padding: 0 10px 0 0; vertical-align: top; text-align: left"
+    cell = "padding:0 10px 0 0;vertical-align:top;text-align:left"
     rows = [tag("tr", tag("th", k, style=cell + "; font-weight: 600; white-space: nowrap"), tag("td", v, style=cell))
             for k, v in pairs if v is not None]
-    return tag("table", join(rows), style="border-collapse: collapse; margin: 2px 0")
+    return tag("table", join(rows), style="border-collapse:collapse;margin:2px 0")
 
 
 def root(*body: Any, cls: str, title: Any = None) -> Html:
     """The outer box of a view: its CSS class (e.g. `ladr-trace`) and an optional title line."""
-    head = tag("div", title, style="font-weight: 600; margin-bottom: 2px") if title is not None else None
+    head = tag("div", title, style="font-weight:600;margin-bottom:2px") if title is not None else None
     return tag("div", head, *body, cls=f"ladr-view {cls}",
-               style=f"{_FONT}; border-left: 3px solid rgba(9,105,218,0.5); padding: 2px 0 2px 10px; margin: 2px 0")
+               style=f"{_FONT};border-left:3px solid rgba(9,105,218,0.5);padding:2px 0 2px 10px;margin:2px 0")
 
 
 def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, width: int = 480, height: int = 60,
@@ -181,7 +181,7 @@ def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, w
         bars.append(f'<rect x="{i * w:.2f}" y="{height - h:.2f}" width="{max(w - 1, 0.5):.2f}" height="{h:.2f}" '
                     f'fill="#0969da" fill-opacity="0.6"><title>{esc(lab)}: {fmt_int(v)}</title></rect>')
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-           f'aria-label="{esc(title)}" style="display: block">{"".join(bars)}</svg>')
+           f'aria-label="{esc(title)}" style="display:block">{"".join(bars)}</svg>')
     return concat(Html(svg), note(f"{title} (max {fmt_int(top)})") if title else None)
 
 

@@ -73,26 +73,28 @@ def lint_html(report: LintReport) -> str:
     return root(*body, cls="ladr-lint", title=f"Lint of {report.ladder}")
 
 
-def diff_rows_html(rows: list[dict], start: int = 0, count: int = ROWS) -> Html:
-    """Aligned diff rows as a table (differing rows highlighted), `count` of them from `start`."""
+def diff_rows_html(rows: list[dict], start: int = 0, count: int = ROWS, *, numbered: bool = False) -> Html:
+    """Aligned diff rows as a table (differing rows highlighted), `count` of them from `start` (`numbered`: with
+    their 1-based position in `rows`)."""
     shown = rows[start:start + count]
     cells = []
     styles = []
-    for r in shown:
+    for i, r in enumerate(shown, start + 1):
         verdicts = "" if r.get("verdict_a") == r.get("verdict_b") else f"{r.get('verdict_a')} → {r.get('verdict_b')}"
-        cells.append([r["kind"], where_label(r), badge("same") if r["same"] else badge("changed"),
-                      ", ".join(r["changes"]), verdicts, "" if r.get("a_seq") is None else f"#{r['a_seq']}",
-                      "" if r.get("b_seq") is None else f"#{r['b_seq']}"])
-        styles.append(None if r["same"] else "background: rgba(188,76,0,0.08)")
-    out = table(["kind", "where", "", "changes", "verdict a → b", "a", "b"], cells, row_styles=styles,
-                cls="ladr-diff-rows")
+        cells.append(([str(i)] if numbered else []) + [
+            r["kind"], where_label(r), badge("same") if r["same"] else badge("changed"),
+            ", ".join(r["changes"]), verdicts, "" if r.get("a_seq") is None else f"#{r['a_seq']}",
+            "" if r.get("b_seq") is None else f"#{r['b_seq']}"])
+        styles.append(None if r["same"] else "background:rgba(188,76,0,0.08)")
+    out = table((["#"] if numbered else []) + ["kind", "where", "", "changes", "verdict a → b", "a", "b"], cells,
+                row_styles=styles, cls="ladr-diff-rows")
     rest = len(rows) - start - len(shown)
     return concat(out, note(f"… {rest:,} more rows") if rest > 0 else None)
 
 
-def diff_html(d: RunDiff) -> str:
+def diff_html(d: RunDiff, max_rows: int = ROWS) -> str:
     """Two runs compared: totals with deltas, the first divergence with its detail, what only one run fetched
-    or wrote, and the aligned rows."""
+    or wrote, and (the first `max_rows` of) the aligned rows."""
     t = d.totals
     rows = []
     for name in ("status", "llm_calls", "tokens_in", "tokens_out", "cost", "steps"):
@@ -116,8 +118,11 @@ def diff_html(d: RunDiff) -> str:
         if d.writes.get(f"only_{side}"):
             body.append(tag("div", tag("b", f"written only in {side}: "), ", ".join(d.writes[f"only_{side}"])))
     differing = [r for r in d.rows if not r["same"]]
-    body.append(details(concat(tag("b", "aligned rows"), note(f"  {len(differing)} of {len(d.rows)} differ")),
-                        diff_rows_html(d.rows), open=len(d.rows) <= 40))
+    if max_rows:
+        body.append(details(concat(tag("b", "aligned rows"), note(f"  {len(differing)} of {len(d.rows)} differ")),
+                            diff_rows_html(d.rows, 0, max_rows), open=len(d.rows) <= 40))
+    else:
+        body.append(tag("div", note(f"{len(differing):,} of {len(d.rows):,} aligned rows differ")))
     return root(*body, cls="ladr-diff", title="Run diff")
 
 
@@ -140,11 +145,12 @@ def evaluation_rows_html(rows: list[dict], start: int = 0, count: int = ROWS) ->
     return concat(out, note(f"… {rest:,} more rows") if rest > 0 else None)
 
 
-def evaluation_html(ev: Evaluation) -> str:
-    """An evaluation: rows by status, where its files are, and the results table."""
+def evaluation_html(ev: Evaluation, max_rows: int = ROWS) -> str:
+    """An evaluation: rows by status, where its files are, and (the first `max_rows` rows of) the results."""
     counts = ev.counts()
     head = join((concat(badge(s), f" {n}") for s, n in sorted(counts.items())), "  ")
     pairs = [("rows", concat(f"{len(ev.rows):,}  ", head, note("  (interrupted)") if ev.interrupted else None)),
              ("folder", str(ev.out)),
              ("cost", fmt_cost(sum(float(r.get("cost") or 0) for r in ev.rows)))]
-    return root(kv_table(pairs), evaluation_rows_html(ev.rows), cls="ladr-evaluation", title="Evaluation")
+    return root(kv_table(pairs), evaluation_rows_html(ev.rows, 0, max_rows), cls="ladr-evaluation",
+                title="Evaluation")

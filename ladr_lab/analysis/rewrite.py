@@ -48,7 +48,12 @@ def to_yaml_text(value: Any) -> str:
     """A value as YAML the way ladders are usually written: collections of scalars in flow style
     (`{type: string}`, `[request]`), the rest in block style."""
     import yaml
-    return yaml.safe_dump(value, default_flow_style=None, sort_keys=False, allow_unicode=True, width=100).rstrip("\n")
+
+    def dump(v: Any, flow: bool | None = None) -> str:
+        return yaml.safe_dump(v, default_flow_style=flow, sort_keys=False, allow_unicode=True, width=100).rstrip("\n")
+    if isinstance(value, dict) and value:       # the top level in block style, even when its values are scalars
+        return "\n".join(dump({k: v}, None if isinstance(v, (dict, list)) else False) for k, v in value.items())
+    return dump(value)
 
 
 def _locate(text: str, path: tuple) -> tuple[Any, Any, bool] | None:

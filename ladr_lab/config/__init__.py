@@ -16,6 +16,7 @@ from .model import (
     WriteSpec,
 )
 from .rules import suggest
+from .watched import WatchedLadder, watch
 
 __all__ = [
     "Action",
@@ -30,10 +31,12 @@ __all__ = [
     "Source",
     "Step",
     "Target",
+    "WatchedLadder",
     "WriteSpec",
     "check_text",
     "iter_problems",
     "load_ladder",
     "load_ladder_text",
     "suggest",
+    "watch",
 ]

@@ -47,8 +47,10 @@ def _step_rows(steps: Sequence[Step], depth: int = 0) -> list[list]:
     return rows
 
 
-def source_html(text: str, marks: dict[int, list[str]] | None = None, *, max_lines: int = 400) -> Html:
-    """A document's text with line numbers; each line in `marks` highlighted, its messages right under it."""
+def source_html(text: str, marks: dict[int, list[tuple[int | None, str]]] | None = None, *, max_lines: int = 400
+                ) -> Html:
+    """A document's text with line numbers; each line in `marks` (line -> [(column, message)]) highlighted, a
+    caret under each column and the message under the caret."""
     marks = marks or {}
     lines = text.splitlines() or [""]
     shown = lines[:max_lines]
@@ -58,8 +60,9 @@ def source_html(text: str, marks: dict[int, list[str]] | None = None, *, max_lin
         style = "background: rgba(207,34,46,0.12)" if n in marks else None
         out.append(tag("div", tag("span", f"{n:>{width}}  ", style="color: #6e7781; user-select: none"), line or " ",
                        style=style))
-        for msg in marks.get(n, []):
-            out.append(tag("div", " " * (width + 2) + "^ " + msg, cls="ladr-problem",
+        for col, msg in marks.get(n, []):
+            out.append(tag("div", " " * (width + 2 + max(0, (col or 1) - 1)) + "^", style="color: #cf222e"))
+            out.append(tag("div", " " * (width + 2) + msg, cls="ladr-problem",
                            style="color: #cf222e; white-space: pre-wrap"))
     if len(lines) > max_lines:
         out.append(note(f"… {len(lines) - max_lines} more lines"))
@@ -68,12 +71,12 @@ def source_html(text: str, marks: dict[int, list[str]] | None = None, *, max_lin
 
 def problems_html(text: str, problems: Sequence[ConfigError], *, title: str = "Ladder") -> str:
     """A ladder's text with every problem shown under its line (problems without a line listed first)."""
-    marks: dict[int, list[str]] = {}
+    marks: dict[int, list[tuple[int | None, str]]] = {}
     loose = []
     for p in problems:
         msg = f"{p.severity}: {p}" + (f" [{p.rule}]" if p.rule else "")
         if p.line:
-            marks.setdefault(p.line, []).append(msg)
+            marks.setdefault(p.line, []).append((p.column, msg))
         else:
             loose.append(msg)
     errors = sum(p.severity == "error" for p in problems)

@@ -239,11 +239,14 @@ class Run(Displayable):
 
     def __repr__(self) -> str:
         nxt = ""
-        if self._started and self._pending:
-            r = min(self._pending, key=lambda q: q.id)
+        pending = getattr(self, "_pending", None)         # a repr may be asked for while __init__ fails
+        if getattr(self, "_started", False) and pending:
+            r = min(pending, key=lambda q: q.id)
             nxt = f", next: {r.step} node {r.node} round {r.round}"
-        calls = self.ledger.llm_calls
-        return f"<Run of {self.ladder.name}: {self.status}, {calls} model call{'s' if calls != 1 else ''}{nxt}>"
+        ledger = getattr(self, "ledger", None)
+        calls = ledger.llm_calls if ledger is not None else 0
+        return (f"<Run of {self.ladder.name}: {getattr(self, 'status', 'pending')}, "
+                f"{calls} model call{'s' if calls != 1 else ''}{nxt}>")
 
     def to_text(self) -> str:
         """Status, the next call, and the rounds so far, as plain text."""

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 SECTION_CHARS = 3000        # characters of one prompt section or output a static view shows
-TRACE_MAX_CHARS = 600_000   # a whole trace's HTML stays about this size (well under 1 MB)
+TRACE_MAX_CHARS = 450_000   # full rounds up to this much HTML; one-line rounds and steps after, to about twice it
 
 
 def verdict_html(v: VerdictStory | None) -> Html:
@@ -171,28 +171,50 @@ def story_html(s: Story, *, open: bool = False, limit: int = SECTION_CHARS) -> H
     return tag("div", note(s.headline()))
 
 
-def _node_html(n: NodeOutline, rounds_html: list[Html]) -> Html:
-    parts = list(rounds_html) + [gate_html(g) for g in n.gates] + [write_html(w) for w in n.writes]
-    parts += [tag("div", "↳ ", c.headline()) for c in n.calls] + [story_html(e) for e in n.errors]
+def _node_html(n: NodeOutline, rounds_html: list[Html | None], budget: _Budget | None = None) -> Html:
+    hidden = sum(1 for x in rounds_html if x is None)
+    parts = [x for x in rounds_html if x is not None] + ([note(f"… {plural(hidden, 'round')} not shown")]
+                                                           if hidden else [])
+    events = [gate_html(g) for g in n.gates] + [write_html(w) for w in n.writes]
+    events += [tag("div", "↳ ", c.headline()) for c in n.calls] + [story_html(e) for e in n.errors]
+    if budget is None or budget.left > 0:
+        parts += events
+        if budget is not None:
+            budget.left -= sum(len(x) for x in events)
+    elif events:
+        made = sum(w.written for w in n.writes)
+        parts.append(note(", ".join(x for x in (
+            f"gate → {', '.join(g.outcome() for g in n.gates)}" if n.gates else "",
+            f"{made} of {len(n.writes)} write(s) made" if n.writes else "",
+            plural(len(n.calls), "child run event") if n.calls else "",
+            plural(len(n.errors), "failed call") if n.errors else "") if x)))
     return join(parts)
 
 
 class _Budget:
-    """How much of a page is left: rounds past it are shown as one line each."""
+    """How much of a page is left: rounds past it are shown as one plain line each, and past half as much again
+    they are only counted."""
 
     def __init__(self, chars: int) -> None:
+        self.limit = chars
         self.left = chars
         self.cut_at: int | None = None
+        self.hidden = 0
 
-    def round(self, r: RoundStory, limit: int) -> Html:
+    def round(self, r: RoundStory, limit: int) -> Html | None:
         if self.left > 0:
             out = round_html(r, limit=limit)
             self.left -= len(out)
             return out
         if self.cut_at is None:
             self.cut_at = r.seq
-        self.left -= 200
-        return tag("div", round_head_html(r), style="padding-left: 16px", cls="ladr-round-line")
+        if self.left < -self.limit // 2:
+            self.hidden += 1
+            return None
+        line = tag("div", f"{r.label} → {r.tag}  ", note(f"{r.tokens_in:,} → {r.tokens_out:,} tokens"),
+                   cls="ladr-round-line", style="padding-left: 16px")
+        self.left -= len(line)
+        return line
 
 
 def step_html(s: StepOutline, *, open: bool = False, limit: int = SECTION_CHARS, budget: _Budget | None = None
@@ -202,9 +224,9 @@ def step_html(s: StepOutline, *, open: bool = False, limit: int = SECTION_CHARS,
     b = budget or _Budget(TRACE_MAX_CHARS)
     nodes = [s.nodes[k] for k in sorted(s.nodes)]
     if len(nodes) == 1:
-        body = _node_html(nodes[0], [b.round(r, limit) for r in nodes[0].rounds])
+        body = _node_html(nodes[0], [b.round(r, limit) for r in nodes[0].rounds], b)
     else:
-        body = join(details(n.headline(), _node_html(n, [b.round(r, limit) for r in n.rounds]), cls="ladr-node")
+        body = join(details(n.headline(), _node_html(n, [b.round(r, limit) for r in n.rounds], b), cls="ladr-node")
                     for n in nodes)
     style = f"margin-left: {16 * s.depth}px" if s.depth else None
     return tag("div", details(concat(tag("b", s.label), note("  " + s.headline()[len(s.label):])), body,
@@ -243,11 +265,27 @@ def trace_html(events: Iterable[Event], *, max_chars: int = TRACE_MAX_CHARS, lim
     HTML, rounds are shown as one line each."""
     o = Outline.of(events)
     budget = _Budget(max_chars)
-    steps = [step_html(s, open=len(o.steps) <= 2, limit=limit, budget=budget) for s in o.steps]
-    cut = (tag("div", note(f"Rounds from #{budget.cut_at} on are shown as one line each, to keep this page small: "
-                           "TraceView (ladr_lab.widgets) opens any of them, and trace.call(step, node, round) "
-                           "returns one."))
-           if budget.cut_at is not None else None)
+    steps: list[Html] = []
+    uncounted = 0
+    for s in o.steps:
+        if budget.left > -budget.limit // 2:
+            steps.append(step_html(s, open=len(o.steps) <= 2, limit=limit, budget=budget))
+        elif budget.left > -budget.limit:       # far past the budget: each step execution as its headline
+            line = tag("div", "▸ ", tag("b", s.label), note("  " + s.headline()[len(s.label):]), cls="ladr-step-line")
+            budget.left -= len(line)
+            budget.hidden += len(s.rounds())
+            steps.append(line)
+        else:
+            uncounted += 1
+            budget.hidden += len(s.rounds())
+    if uncounted:
+        steps.append(note(f"… {plural(uncounted, 'more step execution')} not shown"))
+    cut = None
+    if budget.cut_at is not None:
+        hidden = f"; {budget.hidden:,} more are only counted" if budget.hidden else ""
+        cut = tag("div", note(f"To keep this page small, rounds from #{budget.cut_at} on are shown as one line each"
+                              f"{hidden}: TraceView (ladr_lab.widgets) opens any of them, and "
+                              "trace.call(step, node, round) returns one."))
     out = None
     if o.end is not None and o.end.event.output:
         out = details(concat(tag("b", "output"), note(f"  {len(o.end.event.output):,} chars")),

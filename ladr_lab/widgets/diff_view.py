@@ -6,15 +6,27 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis import RunDiff, diff_prompts, diff_runs
-from ..analysis.html import diff_html, where_label
+from ..analysis.html import diff_html, diff_rows_html, where_label
 from ..analysis.prompts import text_diff
 from ..display import badge, concat, join, note, pre, table, tag
 from ..trace import Event, LlmCall, Trace
 from ..trace.html import story_html
 from ..trace.story import describe
-from .parts import PAGE, Fold, Pager, View, head_html, ipw
+from .parts import PAGE, View, button, html, ipw, layout
 
 __all__ = ["DiffView"]
+
+
+def _name(given: Any, trace: Trace, side: str) -> str:
+    """How the view names a run: its file, else its ladder and inputs (from run_start)."""
+    from pathlib import Path
+    if isinstance(given, (str, Path)):
+        return str(given)
+    start = next((e for e in trace.events if e.type == "run_start" and not e.depth), None)
+    if start is None:
+        return side
+    inputs = ", ".join(f"{k}={v!r}" for k, v in (start.get("inputs") or {}).items())
+    return f"{side}: {start.get('ladder')}" + (f" ({inputs[:80]})" if inputs else "")
 
 
 def _trace(x: Any) -> Any:
@@ -28,7 +40,8 @@ class DiffView(View):
 
     css_class = "ladr-diff-view"
 
-    def __init__(self, a: Any, b: Any = None, *, page: int = PAGE, only_changes: bool = True) -> None:
+    def __init__(self, a: Any, b: Any = None, *, page: int = PAGE, only_changes: bool = True,
+                 names: tuple[str, str] | None = None) -> None:
         super().__init__()
         w = ipw()
         from ..analysis.positions import as_trace
@@ -36,33 +49,66 @@ class DiffView(View):
             raise TypeError("DiffView(a, b) compares two runs: give the traces (the RunDiff keeps no events)")
         self.a, self.b = as_trace(_trace(a)), as_trace(_trace(b))
         self.diff: RunDiff = diff_runs(self.a, self.b)
+        if names is not None:
+            self.diff.a, self.diff.b = names
+        else:       # name the runs by what tells them apart, not "trace" and "trace"
+            self.diff.a, self.diff.b = _name(a, self.a, "a"), _name(b, self.b, "b")
         self._events_a = {e.seq: e for e in self.a.events}
         self._events_b = {e.seq: e for e in self.b.events}
-        self.summary = w.HTML(value=self._summary_html())
+        self.page = page
+        self.summary = html(self._summary_html())
         self.only = w.Checkbox(value=only_changes, description="only what differs", indent=False)
-        self.rows = Pager(self._rows(), self._make, page=page, noun="aligned row")
-        self.only.observe(lambda _c: self.rows.set_items(self._rows()), names="value")
-        self.widget = self._root([self.summary, self.only, self.rows.widget])
+        self.prev = button("◀", key="arrow", width="2.6em")
+        self.next = button("▶", key="arrow", width="2.6em")
+        self.page_label = html()
+        self.table = html(cls="ladr-diff-table")
+        self.row_pick = w.Dropdown(options=[], description="open row", layout=w.Layout(width="34em"))
+        self.detail = html(cls="ladr-diff-detail")
+        self.widget = self._root([self.summary, w.HBox([self.only, self.prev, self.page_label, self.next],
+                                                       layout=layout("row", align_items="center")),
+                                  self.table, self.row_pick, self.detail])
+        self._start = 0
+        self.only.observe(lambda _c: self.show(0), names="value")
+        self.prev.on_click(lambda _b: self.show(self._start - self.page))
+        self.next.on_click(lambda _b: self.show(self._start + self.page))
+        self.row_pick.observe(lambda c: self.open_row(c["new"]) if c["new"] is not None else None, names="value")
+        self.show(0)
 
     def _summary_html(self) -> str:
-        d = self.diff
-        # the static report without its row table (the pager below shows the rows)
-        full = diff_html(d)
-        cut = full.rfind("<details")
-        return full[:cut] + "</div>" if cut > 0 else full
+        return diff_html(self.diff, max_rows=0)      # the table below pages through the rows
 
-    def _rows(self) -> list[dict]:
+    def rows(self) -> list[dict]:
+        """The aligned rows shown (only those that differ, unless the checkbox is cleared)."""
         return [r for r in self.diff.rows if not r["same"]] if self.only.value else list(self.diff.rows)
 
-    def _make(self, rows: list[dict]) -> list:
-        out = []
-        for r in rows:
-            verdicts = "" if r.get("verdict_a") == r.get("verdict_b") else f"  {r.get('verdict_a')} → {r.get('verdict_b')}"
-            head = head_html(tag("b", r["kind"]), " ", where_label(r), " ",
-                             badge("same") if r["same"] else badge("changed"), note("  " + ", ".join(r["changes"])
-                                                                                    + verdicts))
-            out.append(Fold(head, lambda r=r: [ipw().HTML(value=self.detail_html(r))], cls="ladr-diff-row").widget)
-        return out
+    def show(self, start: int) -> None:
+        """Show the page of rows starting at `start`."""
+        rows = self.rows()
+        start = max(0, min(start, max(0, (len(rows) - 1) // self.page * self.page)))
+        self._start = start
+        shown = rows[start:start + self.page]
+        self.table.value = str(diff_rows_html(rows, start, self.page, numbered=True))
+        self.page_label.value = str(note(f"{start + 1 if rows else 0:,}–{start + len(shown):,} of {len(rows):,}"))
+        self.prev.disabled = start <= 0
+        self.next.disabled = start + self.page >= len(rows)
+        self.row_pick.options = [("", None)] + [(f"{start + i + 1}. {r['kind']} {where_label(r)}", start + i)
+                                                for i, r in enumerate(shown)]
+        self.row_pick.value = None
+        empty = not rows
+        self.table.value = str(note("nothing differs" if self.only.value else "no aligned rows")) if empty \
+            else self.table.value
+        self.row_pick.layout.display = "none" if empty else None
+
+    def open_row(self, index: int) -> str:
+        """Show what differs in row `index` (of the rows shown) below the table; returns its HTML."""
+        rows = self.rows()
+        if not 0 <= index < len(rows):
+            return ""
+        r = rows[index]
+        self.detail.value = str(concat(tag("b", f"{index + 1}. {r['kind']} {where_label(r)}: "),
+                                       badge("same") if r["same"] else badge("changed"), " ",
+                                       ", ".join(r["changes"]))) + self.detail_html(r)
+        return self.detail.value
 
     def detail_html(self, r: dict) -> str:
         """What differs in one aligned row: a call's prompt sections and output, or both sides' outcomes."""
@@ -92,4 +138,4 @@ class DiffView(View):
 
     def static_html(self) -> str:
         """The diff as a static view, for a notebook saved without widget state."""
-        return diff_html(self.diff)
+        return diff_html(self.diff, max_rows=50)

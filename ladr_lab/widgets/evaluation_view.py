@@ -7,7 +7,7 @@ from pathlib import Path
 from ..analysis import Evaluation, load_evaluation
 from ..analysis.html import evaluation_html, evaluation_rows_html
 from ..display import badge, concat, fmt_cost, join, note, tag
-from .parts import PAGE, View, head_html, ipw, message_html
+from .parts import PAGE, View, button, head_html, html, ipw, message_html
 from .trace_view import TraceView
 
 __all__ = ["EvaluationView"]
@@ -30,12 +30,12 @@ class EvaluationView(View):
                       join((concat(badge(s), f" {n}") for s, n in sorted(counts.items())), "  "),
                       note(f"  ·  {fmt_cost(sum(float(r.get('cost') or 0) for r in ev.rows))}  ·  {ev.out}"),
                       note("  (interrupted)") if ev.interrupted else None)
-        self.header = w.HTML(value=head_html(head))
+        self.header = html(head_html(head))
         self.status = w.Dropdown(options=["all", *sorted(counts)], value="all", description="status")
-        self.prev = w.Button(description="◀", layout=w.Layout(width="2.6em"))
-        self.next = w.Button(description="▶", layout=w.Layout(width="2.6em"))
-        self.page_label = w.HTML()
-        self.table = w.HTML()
+        self.prev = button("◀", key="arrow", width="2.6em")
+        self.next = button("▶", key="arrow", width="2.6em")
+        self.page_label = html()
+        self.table = html()
         self.table.add_class("ladr-eval-table")
         self.row_pick = w.Dropdown(options=[], description="open row")
         self.row_box = w.VBox([])
@@ -72,18 +72,18 @@ class EvaluationView(View):
         try:
             trace = self.evaluation.trace(str(row))
         except (KeyError, OSError, ValueError) as exc:
-            self.row_box.children = (ipw().HTML(value=message_html(f"row {row}: {exc}", "error")),)
+            self.row_box.children = (html(message_html(f"row {row}: {exc}", "error")),)
             return None
         except Exception as exc:  # an unreadable trace file is that row's problem, not the view's
-            self.row_box.children = (ipw().HTML(value=message_html(f"row {row}: {type(exc).__name__}: {exc}",
+            self.row_box.children = (html(message_html(f"row {row}: {type(exc).__name__}: {exc}",
                                                                    "error")),)
             return None
         if self.trace_view is not None:
             self.trace_view.close()
         self.trace_view = TraceView(trace, live=False)
-        self.row_box.children = (ipw().HTML(value=head_html(tag("b", f"row {row}"))), self.trace_view.widget)
+        self.row_box.children = (html(head_html(tag("b", f"row {row}"))), self.trace_view.widget)
         return self.trace_view
 
     def static_html(self) -> str:
         """The evaluation as a static view, for a notebook saved without widget state."""
-        return evaluation_html(self.evaluation)
+        return evaluation_html(self.evaluation, max_rows=self.page)

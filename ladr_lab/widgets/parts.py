@@ -15,10 +15,22 @@ from typing import Any
 
 from ..display import Html, esc, note, pre, tag
 
-__all__ = ["CHUNK", "PAGE", "Fold", "PagedText", "Pager", "View", "ipw", "message_html"]
+__all__ = ["CHUNK", "PAGE", "Fold", "PagedText", "Pager", "View", "button", "head_html", "html", "ipw", "layout",
+           "message_html", "shared"]
 
 PAGE = 50            # items a pager shows at once
 CHUNK = 20_000       # characters a PagedText adds at a time
+
+# A few rules for the views' own parts (a <style> in an HTML widget applies to the page, also while that widget
+# is hidden): ipywidgets gives HTML content the line height of a button row (28px), which spreads text out.
+STYLE = """<style>
+.ladr-widget .widget-html-content { line-height: 1.45; }
+.ladr-widget .widget-html, .ladr-widget .widget-html-content { margin-top: 0; margin-bottom: 0; }
+.ladr-widget .ladr-toggle { padding: 0; min-width: 0; font-size: 12px; line-height: 1; }
+.ladr-widget .ladr-fold-head .widget-html-content { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.ladr-widget .ladr-scroll { max-height: 32em; overflow: auto; }
+.ladr-widget table td, .ladr-widget table th { line-height: 1.35; }
+</style>"""
 
 
 def ipw() -> Any:
@@ -46,9 +58,11 @@ class View:
         self._stack = ExitStack()
         self.widget: Any = None
 
-    def _root(self, children: Sequence[Any], **layout: Any) -> Any:
+    def _root(self, children: Sequence[Any], **layout_kw: Any) -> Any:
         w = ipw()
-        box = w.VBox(list(children), layout=w.Layout(**layout))
+        style = html(STYLE)
+        style.layout = layout("hidden", display="none")
+        box = w.VBox([style, *children], layout=w.Layout(**layout_kw))
         box.add_class("ladr-widget")
         box.add_class(self.css_class)
         return box
@@ -56,6 +70,9 @@ class View:
     def static_html(self) -> str:
         """What a notebook without the widget front end shows (a saved notebook on GitHub or nbviewer)."""
         return ""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} ({self.css_class})>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict:
         data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
@@ -71,9 +88,48 @@ class View:
             self.widget.close()
 
 
+_SHARED: dict[str, Any] = {}
+
+
+def shared(key: str, make: Callable[[], Any]) -> Any:
+    """One Layout or style object shared by every widget that asks for `key`: a widget's own layout and style
+    are two more models to create and send, which is most of the cost of a small widget (they are never
+    changed after creation; a part that changes its layout makes its own)."""
+    got = _SHARED.get(key)
+    if got is None or getattr(got, "comm", None) is None:     # closed (e.g. by Widget.close_all): make anew
+        got = _SHARED[key] = make()
+    return got
+
+
+def layout(key: str, **kw: Any) -> Any:
+    """A shared Layout (see `shared`)."""
+    return shared("layout:" + key, lambda: ipw().Layout(**kw))
+
+
+def _html_style() -> Any:
+    from ipywidgets.widgets.widget_string import HTMLStyle
+    return HTMLStyle()
+
+
+def html(value: str = "", cls: str | None = None) -> Any:
+    """An HTML widget with the shared layout and style (a third of the cost of a plain one)."""
+    w = ipw().HTML(value=value, layout=layout("html"), style=shared("style:html", _html_style))
+    if cls:
+        w.add_class(cls)
+    return w
+
+
+def button(description: str, *, key: str = "button", tooltip: str | None = None, **layout_kw: Any) -> Any:
+    """A Button with a shared layout (per `key`) and the shared button style."""
+    b = ipw().Button(description=description, tooltip=tooltip, layout=layout(key, **layout_kw),
+                     style=shared("style:button", ipw().ButtonStyle))
+    return b
+
+
 class Fold:
     """A collapsible: a header line (HTML) with a toggle button; its body is built by `build()` the first time
-    it opens, and kept (hidden) when it closes."""
+    it opens (and is only part of the page while open). Four small widgets with shared layouts, so a page of
+    folds is cheap to build and to send."""
 
     def __init__(self, head: str, build: Callable[[], list], *, open: bool = False, cls: str | None = None,
                  on_open: Callable[[Fold], None] | None = None) -> None:
@@ -81,30 +137,31 @@ class Fold:
         self._build = build
         self.on_open = on_open
         self.built = False
-        self.toggle = w.Button(description="▸", tooltip="open / close",
-                               layout=w.Layout(width="2.4em", height="1.9em", padding="0", flex="0 0 auto"))
+        self.is_open = False
+        self.toggle = button("▸", key="fold-toggle", tooltip="open / close", width="2.4em", height="1.9em",
+                             padding="0", flex="0 0 auto")
         self.toggle.add_class("ladr-toggle")
-        self.head = w.HTML(value=head, layout=w.Layout(flex="1 1 auto", overflow="hidden"))
-        self.body = w.VBox([], layout=w.Layout(display="none", margin="0 0 2px 1.6em"))
-        self.widget = w.VBox([w.HBox([self.toggle, self.head], layout=w.Layout(align_items="center")), self.body])
+        self.head = w.HTML(value=head, layout=layout("fold-head", flex="1 1 auto", overflow="hidden"),
+                           style=shared("style:html", _html_style))
+        self.head.add_class("ladr-fold-head")
+        self.header = w.HBox([self.toggle, self.head], layout=layout("fold-header", align_items="center"))
+        self.body: Any = None
+        self.widget = w.VBox([self.header], layout=layout("fold"))
         if cls:
             self.widget.add_class(cls)
         self.toggle.on_click(lambda _b: self.set_open(not self.is_open))
         if open:
             self.set_open(True)
 
-    @property
-    def is_open(self) -> bool:
-        """True while the body shows."""
-        return self.body.layout.display != "none"
-
     def set_open(self, value: bool = True) -> None:
         """Open (building the body the first time) or close."""
         if value and not self.built:
             self.built = True
-            self.body.children = tuple(self._build())
-        self.body.layout.display = None if value else "none"
-        self.toggle.description = "▾" if value else "▸"
+            self.body = ipw().VBox(list(self._build()), layout=layout("fold-body", margin="0 0 2px 1.6em"))
+        if value != self.is_open:
+            self.is_open = value
+            self.widget.children = (self.header, self.body) if value else (self.header,)
+            self.toggle.description = "▾" if value else "▸"
         if value and self.on_open is not None:
             self.on_open(self)
 
@@ -127,12 +184,12 @@ class Pager:
         self.size = max(1, page)
         self.noun = noun
         self.page = self.last_page if at_end else 0
-        self.prev = w.Button(description="◀ Previous", layout=w.Layout(width="auto"))
-        self.next = w.Button(description="Next ▶", layout=w.Layout(width="auto"))
-        self.label = w.HTML()
-        self.controls = w.HBox([self.prev, self.label, self.next], layout=w.Layout(align_items="center"))
-        self.content = w.VBox([])
-        self.widget = w.VBox([self.controls, self.content])
+        self.prev = button("◀ Previous", key="auto", width="auto")
+        self.next = button("Next ▶", key="auto", width="auto")
+        self.label = html()
+        self.controls = w.HBox([self.prev, self.label, self.next], layout=layout("row", align_items="center"))
+        self.content = w.VBox([], layout=layout("box"))
+        self.widget = w.VBox([self.content], layout=layout("box"))
         self.prev.on_click(lambda _b: self.show(self.page - 1))
         self.next.on_click(lambda _b: self.show(self.page + 1))
         self.show(self.page)
@@ -147,7 +204,8 @@ class Pager:
         lo, hi = self.page * self.size, min(n, (self.page + 1) * self.size)
         self.label.value = str(note(f"{lo + 1:,}–{hi:,} of {n:,} {self.noun}s" if n else f"no {self.noun}s"))
         many = n > self.size
-        self.controls.layout.display = None if many else "none"
+        # the controls are on the page only when there is more than one page (no layout of theirs changes)
+        self.widget.children = (self.controls, self.content) if many else (self.content,)
         self.prev.disabled = self.page <= 0
         self.next.disabled = self.page >= self.last_page
 
@@ -186,9 +244,9 @@ class PagedText:
         self.shown = 0
         self.cls = cls
         self.max_height = max_height
-        self.html = w.HTML()
-        self.more = w.Button(layout=w.Layout(width="auto"))
-        self.widget = w.VBox([self.html, self.more])
+        self.html = html()
+        self.more = button("", key="auto", width="auto")
+        self.widget = w.VBox([self.html], layout=layout("box"))
         self.more.on_click(lambda _b: self.show_more())
         self.show_more()
 
@@ -198,7 +256,7 @@ class PagedText:
         self.html.value = str(pre(self.text[:self.shown], -1, cls=self.cls, max_height=self.max_height))
         left = len(self.text) - self.shown
         self.more.description = f"Show {min(left, self.chunk):,} more of {left:,} characters"
-        self.more.layout.display = None if left > 0 else "none"
+        self.widget.children = (self.html, self.more) if left > 0 else (self.html,)
 
 
 def head_html(*parts: Any) -> str:

@@ -19,7 +19,7 @@ from ..errors import LadrError
 from ..models import ReplayModel
 from ..trace import Trace
 from .diff_view import DiffView
-from .parts import View, head_html, ipw, message_html
+from .parts import View, head_html, html, ipw, message_html
 from .trace_view import TraceView
 
 __all__ = ["ReplayView"]
@@ -49,11 +49,11 @@ class ReplayView(View):
                                                        "(empty: stop there)")
         self._then_model = then if then is not None and not isinstance(then, str) else None
         self.replay_button = w.Button(description="Replay", button_style="primary")
-        self.status = w.HTML()
+        self.status = html()
         self.status.add_class("ladr-replay-status")
         self.tabs = w.Tab(children=[])
         calls = len(self.recorded.calls())
-        title = w.HTML(value=head_html(tag("b", f"Replay · {self.ladder.name}"),
+        title = html(head_html(tag("b", f"Replay · {self.ladder.name}"),
                                        note(f"  against {calls} recorded model call(s) from {self.path}")))
         self.widget = self._root([title, w.HBox([self.replay_button, self.then]), self.status, self.tabs])
         self.replay_button.on_click(lambda _b: self.replay())
@@ -97,10 +97,10 @@ class ReplayView(View):
         for view in (self.diff_view, self.trace_view):
             if view is not None:
                 view.close()
-        self.diff_view = DiffView(self.recorded, run.trace)
+        self.diff_view = DiffView(self.recorded, run.trace, names=("recorded", "replayed"))
         self.trace_view = TraceView(run)
         self.tabs.children = [self.diff_view.widget, self.trace_view.widget]
-        self.tabs.set_title(0, "Recorded vs replayed")
+        self.tabs.set_title(0, "Diff")
         self.tabs.set_title(1, "Replayed run")
         return run
 

@@ -12,6 +12,7 @@ its text.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from ..config import Ladder, load_ladder
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
 from ..trace import Trace
-from .parts import View, head_html, ipw
+from .parts import View, button, head_html, html, ipw, layout
 
 __all__ = ["RequestMatchEditor"]
 
-MAX_FLIPS = 200
+FLIPS_PAGE = 25           # flips shown at once (a schema edit can flip every recorded round)
+SYNC_LIMIT = 300          # up to this many recorded model calls, every keystroke re-judges at once
+DEBOUNCE = 0.3            # beyond it, re-judge this long after the last keystroke
 
 
 def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
@@ -73,7 +76,8 @@ class RequestMatchEditor(View):
     css_class = "ladr-schema-editor"
 
     def __init__(self, ladder: Ladder | str | Path, step: str, trace: Any = None, evaluation: Any = None, *,
-                 test: str = "requestMatch", format: str = "yaml", slates: dict | None = None) -> None:
+                 test: str = "requestMatch", format: str = "yaml", slates: dict | None = None,
+                 debounce: float | None = None) -> None:
         super().__init__()
         w = ipw()
         self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
@@ -86,6 +90,14 @@ class RequestMatchEditor(View):
         from ..analysis.rewrite import _current
         self.original: dict = _current(self.ladder.step(step), test)
         self.traces = _traces(trace, evaluation)
+        recorded = sum(len(t.calls()) for _, t in self.traces)
+        # re-judging costs about what validating each recorded output costs (jsonschema: ~0.1 ms each): with many,
+        # judge once typing pauses, on a timer thread, so keystrokes never queue up behind re-judges
+        self.debounce = debounce if debounce is not None else (DEBOUNCE if recorded > SYNC_LIMIT else 0.0)
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._updating = threading.Lock()    # one re-judge at a time (a timer thread and the kernel's may both ask)
+        self._cache: dict[str, list[dict]] = {}
         self.schema: dict | None = dict(self.original)
         self.errors: list[str] = []
         self.warnings: list[str] = []
@@ -98,13 +110,20 @@ class RequestMatchEditor(View):
                                json.dumps(self.original, indent=2, ensure_ascii=False),
                                layout=w.Layout(width="100%", height=f"{min(30, max(8, self.original_text.count(chr(10)) + 3))}em"))
         self.text.add_class("ladr-schema-text")
-        self.errors_html = w.HTML()
+        self.errors_html = html()
         self.errors_html.add_class("ladr-schema-errors")
-        self.summary = w.HTML()
+        self.summary = html()
         self.summary.add_class("ladr-rejudge-summary")
-        self.flips_html = w.HTML()
+        self.flips_html = html()
         self.flips_html.add_class("ladr-flips")
-        self.lint_html = w.HTML()
+        self._flip_start = 0
+        self.flips_prev = button("◀", key="arrow", width="2.6em")
+        self.flips_next = button("▶", key="arrow", width="2.6em")
+        self.flips_label = html()
+        self.flips_pager = w.HBox([], layout=layout("row", align_items="center"))
+        self.flips_prev.on_click(lambda _b: self._show_flips(self._flip_start - FLIPS_PAGE))
+        self.flips_next.on_click(lambda _b: self._show_flips(self._flip_start + FLIPS_PAGE))
+        self.lint_html = html()
         self.lint_html.add_class("ladr-lint-findings")
         self.apply_button = w.Button(description="Apply", button_style="primary",
                                      tooltip="make the edited ladder (editor.applied)")
@@ -112,14 +131,15 @@ class RequestMatchEditor(View):
         self.revert_button = w.Button(description="Revert", tooltip="back to the ladder's schema")
         self.export = w.Textarea(layout=w.Layout(width="100%", height="16em", display="none"))
         self.export.add_class("ladr-export")
-        self.message = w.HTML()
+        self.message = html()
         where = (f"re-judging the recorded outputs of {plural(len(self.traces), 'run')}" if self.traces
                  else "no recorded runs given: pass trace= or evaluation= to see flips")
-        title = w.HTML(value=head_html(tag("b", f"{test} of step {step}"), note(f"  ({self.ladder.name}; {where})")))
-        self.widget = self._root([title, self.format, self.text, self.errors_html, self.summary, self.flips_html,
+        title = html(head_html(tag("b", f"{test} of step {step}"), note(f"  ({self.ladder.name}; {where})")))
+        self.widget = self._root([title, self.format, self.text, self.errors_html, self.summary, self.flips_pager,
+                                  self.flips_html,
                                   self.lint_html, w.HBox([self.apply_button, self.export_button, self.revert_button]),
                                   self.message, self.export])
-        self.text.observe(lambda _c: self.update(), names="value")
+        self.text.observe(lambda _c: self._changed(), names="value")
         self.format.observe(self._switch, names="value")
         self.apply_button.on_click(lambda _b: self._apply_clicked())
         self.export_button.on_click(lambda _b: self._export_clicked())
@@ -168,8 +188,53 @@ class RequestMatchEditor(View):
         return errors
 
     # ---- the live part -------------------------------------------------------------------------------
+    def _changed(self) -> None:
+        if self.debounce <= 0:
+            self.update()
+            return
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            timer = threading.Timer(self.debounce, lambda: self._fire(timer))
+            timer.daemon = True
+            self._timer = timer
+            timer.start()
+        self.summary.value = str(note("re-judging when you pause typing…"))
+
+    def _fire(self, timer: threading.Timer) -> None:
+        with self._lock:
+            if self._timer is not timer:
+                return                      # a later keystroke started a later timer
+            self._timer = None
+        self.update()
+
+    def flush(self) -> None:
+        """Re-judge now if a change is waiting for typing to pause."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            self.update()
+
+    def set_text(self, text: str) -> None:
+        """Put `text` in the box and re-judge it now (what typing does, without waiting for a pause)."""
+        self.text.value = text
+        self.flush()
+
     def update(self) -> None:
-        """Parse, check and re-judge the text now in the box (runs on every change)."""
+        """Parse, check and re-judge the text now in the box (on every change, or once typing pauses)."""
+        with self._updating:
+            self._update()
+
+    def close(self) -> None:
+        """Cancel a waiting re-judge and close the editor's widgets."""
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        super().close()
+
+    def _update(self) -> None:
         value, pos, errors = self._parse(self.text.value)
         self.warnings = []
         if not errors:
@@ -181,6 +246,10 @@ class RequestMatchEditor(View):
         if errors:
             self.schema = None
             self.summary.value = str(note("fix the schema to re-judge"))
+            self.lint_html.value = str(note("lint runs again once the schema is valid"))
+            self.findings = []
+            self.rows = []
+            self._show_flips(0)
             return
         self.schema = value
         self._rejudge()
@@ -188,20 +257,38 @@ class RequestMatchEditor(View):
 
     def _rejudge(self) -> None:
         assert self.schema is not None
-        edits = Edits({self.step: {self.test: self.schema}})
-        rows: list[dict] = []
-        for label, trace in self.traces:
-            for r in rejudge_rows(trace, edits, step=self.step, slates=self.slates):
-                r["trace"] = label
-                rows.append(r)
+        key = json.dumps(self.schema, sort_keys=True, default=str)
+        rows = self._cache.get(key)
+        if rows is None:             # an edit undone, or a comment typed, is judged already
+            edits = Edits({self.step: {self.test: self.schema}})
+            rows = []
+            for label, trace in self.traces:
+                for r in rejudge_rows(trace, edits, step=self.step, slates=self.slates):
+                    r["trace"] = label
+                    rows.append(r)
+            if len(self._cache) >= 16:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = rows
         self.rows = rows
         flips = self.flips
         changed = sum(r["changed"] for r in rows)
         self.summary.value = head_html(tag("b", f"{len(rows):,} recorded verdict(s) re-judged: "),
                                        badge("flip") if flips else badge("same", title="nothing flips"),
                                        f" {len(flips)} flipped, {changed} with a different outcome")
-        self.flips_html.value = "".join(self._flip_html(r) for r in flips[:MAX_FLIPS]) + \
-            (str(note(f"… {len(flips) - MAX_FLIPS} more flips")) if len(flips) > MAX_FLIPS else "")
+        self._show_flips(0)
+
+    def _show_flips(self, start: int) -> None:
+        flips = self.flips
+        start = max(0, min(start, max(0, (len(flips) - 1) // FLIPS_PAGE * FLIPS_PAGE)))
+        self._flip_start = start
+        shown = flips[start:start + FLIPS_PAGE]
+        self.flips_html.value = "".join(self._flip_html(r) for r in shown)
+        many = len(flips) > FLIPS_PAGE
+        self.flips_label.value = str(note(f"flips {start + 1:,}–{start + len(shown):,} of {len(flips):,}")) if many \
+            else ""
+        self.flips_prev.disabled = start <= 0
+        self.flips_next.disabled = start + FLIPS_PAGE >= len(flips)
+        self.flips_pager.children = (self.flips_prev, self.flips_label, self.flips_next) if many else ()
 
     @property
     def flips(self) -> list[dict]:
@@ -257,6 +344,7 @@ class RequestMatchEditor(View):
 
     def apply(self) -> Ladder:
         """The edited ladder (its YAML rewritten in place); raises ConfigError while the schema has errors."""
+        self.flush()
         if self.schema is None:
             raise ConfigError(f"the edited {self.test} has errors: " + "; ".join(self.errors), step_id=self.step,
                               rule="invalid-schema")

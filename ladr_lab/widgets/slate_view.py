@@ -10,16 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..display import badge, concat, fmt_bytes, join, json_text, note, plural, pre, table, tag
+from ..display import Html, badge, concat, fmt_bytes, join, json_text, note, plural, pre, root, table, tag
 from ..slate import Folder, Slate, SlateStore
-from ..slate.html import DIR_ENTRIES, file_rows, folder_html
+from ..slate.html import DIR_ENTRIES, file_rows
 from ..trace import LlmCall, Trace, Write
 from ..trace.story import FetchRow, RoundStory, describe
-from .parts import PAGE, Fold, View, head_html, ipw, message_html
+from .parts import Fold, View, button, head_html, html, ipw, message_html
 
 __all__ = ["SlateView"]
 
 PREVIEW_CHARS = 20_000
+NOWRAP = "white-space:nowrap"
 LIT_STYLE = {"fetched": "rgba(26,127,55,0.14)", "listed": "rgba(9,105,218,0.12)", "written": "rgba(26,127,55,0.22)",
              "already_in_context": "rgba(110,119,129,0.15)", "left_out": "rgba(130,80,223,0.12)"}
 
@@ -51,9 +52,10 @@ class SlateView(View):
     css_class = "ladr-slate-view"
 
     def __init__(self, store_or_folder: Any, slate: str | None = None, folder: str | None = None, *,
-                 page: int = PAGE, ladder: Any = None) -> None:
+                 page: int = 20, ladder: Any = None, lazy: bool = False) -> None:
         super().__init__()
         w = ipw()
+        self.loaded = not lazy      # lazy: the listing is read when `load()` is called (the Stepper's Slate tab)
         self.store, self._slate, self._folder, found_ladder = _store_of(store_or_folder)
         self.ladder = ladder or found_ladder
         self.page = page
@@ -66,18 +68,18 @@ class SlateView(View):
         self.picker = w.HBox([self.slate_pick, self.folder_pick])
         if self.store is None:
             self.picker.layout.display = "none"
-        self.header = w.HTML()
-        self.lit_html = w.HTML()
+        self.header = html()
+        self.lit_html = html()
         self.lit_html.add_class("ladr-lit")
         self.filter = w.Text(placeholder="filter paths (substring)", description="filter",
                              layout=w.Layout(width="22em"))
-        self.prev = w.Button(description="◀", layout=w.Layout(width="2.6em"))
-        self.next = w.Button(description="▶", layout=w.Layout(width="2.6em"))
-        self.page_label = w.HTML()
-        self.table = w.HTML()
+        self.prev = button("◀", key="arrow", width="2.6em")
+        self.next = button("▶", key="arrow", width="2.6em")
+        self.page_label = html()
+        self.table = html()
         self.table.add_class("ladr-file-table")
-        self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="auto"))
-        self.preview = w.HTML()
+        self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="34em"))
+        self.preview = html()
         self.preview.add_class("ladr-preview")
         files_tab = w.VBox([w.HBox([self.filter, self.prev, self.page_label, self.next],
                                    layout=w.Layout(align_items="center")), self.table, self.preview_pick,
@@ -87,7 +89,7 @@ class SlateView(View):
         self.tabs = w.Tab(children=[files_tab, self.tree])
         self.tabs.set_title(0, "Files")
         self.tabs.set_title(1, "Tree")
-        self.message = w.HTML()
+        self.message = html()
         self.widget = self._root([self.picker, self.header, self.lit_html, self.tabs, self.message])
         self._start = 0
         self._stats: list[tuple[str, int, int]] = []
@@ -169,9 +171,19 @@ class SlateView(View):
         return self._folder
 
     # ---- reading --------------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Read the listing now, if the view was made `lazy` and has not read it yet."""
+        if not self.loaded:
+            self.loaded = True
+            self.refresh()
+
     def refresh(self) -> None:
         """Read the folder's listing and metatags again (after a write, or an edit on disk)."""
         f = self._folder
+        if not self.loaded:
+            self.header.value = head_html(tag("b", f.name if f is not None else ""),
+                                          note("  (the listing is read when this view is shown)"))
+            return
         if f is None:
             self.header.value = str(note("no folder to show"))
             self.table.value = ""
@@ -203,11 +215,17 @@ class SlateView(View):
         cells, styles = [], []
         for r in rows:
             st = self.lit.get(r["path"])
-            cells.append([badge(st) if st else "", tag("code", r["path"]), fmt_bytes(r["size"]), r["modified"],
-                          join((concat(tag("b", k), ": ", json_text(v, None)[:100]) for k, v in r["metatags"].items()),
-                               "; ")])
+            tags = "; ".join(f"{k}: {json_text(v, None)}" for k, v in r["metatags"].items())
+            cells.append([badge(st) if st else "", tag("code", r["path"], style=NOWRAP),
+                          tag("span", fmt_bytes(r["size"]), style=NOWRAP),
+                          tag("span", r["modified"].replace("T", " ")[:16], style=NOWRAP, title=r["modified"]),
+                          tag("div", join((concat(tag("b", k), ": ", json_text(v, None)[:100])
+                                           for k, v in r["metatags"].items()), "; "),
+                              style="max-width:40em;" + NOWRAP + ";overflow:hidden;text-overflow:ellipsis",
+                              title=tags[:2000])])
             styles.append(f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None)
-        self.table.value = str(table(["", "path", "size", "modified", "metatags"], cells, row_styles=styles))
+        self.table.value = str(tag("div", table(["", "path", "size", "modified", "metatags"], cells,
+                                                row_styles=styles), cls="ladr-scroll"))
         self.page_label.value = str(note(f"{start + 1 if n else 0:,}–{start + len(rows):,} of {n:,}"))
         self.prev.disabled = start <= 0
         self.next.disabled = start + self.page >= n
@@ -242,7 +260,6 @@ class SlateView(View):
         self.tree.children = tuple(self._level(""))
 
     def _level(self, sub: str) -> list:
-        w = ipw()
         f = self._folder
         entries = (f.index(sub) or []) if f is not None else []
         files = [e for e in entries if not str(e["name"]).endswith("/")]
@@ -254,14 +271,14 @@ class SlateView(View):
                                                                  f"{fmt_bytes(int(e.get('size', 0)))}")),
                             lambda p=path: self._level(p), cls="ladr-tree-dir").widget)
         if len(dirs) > DIR_ENTRIES:
-            out.append(w.HTML(value=str(note(f"… {len(dirs) - DIR_ENTRIES} more subfolders (filter the Files tab)"))))
-        html = w.HTML()
-        self._tree_files.append((html, sub))
-        self._render_files(html, sub, files)
-        out.append(html)
+            out.append(html(str(note(f"… {len(dirs) - DIR_ENTRIES} more subfolders (filter the Files tab)"))))
+        box = html()
+        self._tree_files.append((box, sub))
+        self._render_files(box, sub, files)
+        out.append(box)
         return out
 
-    def _render_files(self, html: Any, sub: str, files: list | None = None) -> None:
+    def _render_files(self, box: Any, sub: str, files: list | None = None) -> None:
         if files is None:
             f = self._folder
             files = [e for e in ((f.index(sub) or []) if f is not None else []) if not str(e["name"]).endswith("/")]
@@ -274,7 +291,7 @@ class SlateView(View):
                              style=f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None))
         if len(files) > DIR_ENTRIES * 2:
             lines.append(note(f"… {len(files) - DIR_ENTRIES * 2} more files (filter the Files tab)"))
-        html.value = str(join(lines))
+        box.value = str(join(lines))
 
     # ---- lighting a round's files ------------------------------------------------------------------------
     def light(self, trace: Any, step: str | None = None, node: int = 1, round: int = 1, iteration: int = 1) -> None:
@@ -294,6 +311,7 @@ class SlateView(View):
         self._follow_folder(story.step)
         self.lit = {r.path: r.status for r in story.fetched if r.mode != "subfolders"}
         self._render_lit(story.label, story.fetched)
+        self._page_to_lit()
         self._redraw_lit()
 
     def clear_light(self) -> None:
@@ -338,11 +356,28 @@ class SlateView(View):
         self.lit_html.value = head_html(tag("b", f"{label}: "), note(plural(len(rows), "entry", "entries")),
                                         table(["status", "mode", "path", ""], cells))
 
+    def _page_to_lit(self) -> None:
+        """Turn to the page of the first lit file when none is on the page shown (and no filter hides it)."""
+        if not self.loaded or self.filter.value or not self.lit:
+            return
+        paths = [s[0] for s in self._stats]
+        page = set(paths[self._start:self._start + self.page])
+        if page & set(self.lit):
+            return
+        import bisect
+        first = min((p for p in self.lit if p in paths), default=None)
+        if first is not None:
+            self._start = bisect.bisect_left(paths, first) // self.page * self.page
+
     def _redraw_lit(self) -> None:
+        if not self.loaded:
+            return
         self._show(self._start)
-        for html, sub in self._tree_files:
-            self._render_files(html, sub)
+        for box, sub in self._tree_files:
+            self._render_files(box, sub)
 
     def static_html(self) -> str:
-        """The folder as a static view, for a notebook saved without widget state."""
-        return folder_html(self._folder) if self._folder is not None else ""
+        """What the view shows now (the header, the lit round, the page of files), for a notebook saved without
+        widget state (`folder.to_html()` is the whole folder's static view)."""
+        return str(root(Html(self.header.value), Html(self.lit_html.value), Html(self.table.value),
+                        cls="ladr-folder", title=None))

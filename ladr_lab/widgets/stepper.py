@@ -20,7 +20,7 @@ from ..engine.html import run_html
 from ..errors import LadrError
 from ..trace import Event, Events, LlmCall, StepStart, Write
 from ..trace.story import RoundStory
-from .parts import CHUNK, Fold, PagedText, View, head_html, ipw, message_html
+from .parts import CHUNK, Fold, PagedText, View, head_html, html, ipw, message_html
 from .slate_view import SlateView
 from .trace_view import TraceView
 
@@ -50,9 +50,9 @@ class Stepper(View):
             raise ValueError(f"breakpoint {unknown[0]!r} is not a step of {self.ladder.name}"
                              + (f' (did you mean "{hint}"?)' if hint else f" (steps: {', '.join(ids)})"))
         self.run: Run = self._new_run()
-        self.counter = w.HTML()
+        self.counter = html()
         self.counter.add_class("ladr-round-count")
-        title = w.HTML(value=head_html(tag("b", f"Stepper · {self.ladder.name}")))
+        title = html(head_html(tag("b", f"Stepper · {self.ladder.name}")))
         self.step_button = w.Button(description="Step", button_style="primary", tooltip="make exactly one model call")
         self.run_step_button = w.Button(description="Run step", tooltip="finish the step now executing")
         self.run_all_button = w.Button(description="Run all", tooltip="run to the end, stopping at breakpoints")
@@ -61,9 +61,9 @@ class Stepper(View):
                                           tooltip="Run all stops when one of these steps starts")
         controls = w.HBox([self.step_button, self.run_step_button, self.run_all_button, self.reset_button],
                           layout=w.Layout(flex_flow="row wrap"))
-        bp = w.HBox([w.HTML(value=str(note("breakpoints: "))), self.breakpoint_box],
+        bp = w.HBox([html(str(note("breakpoints: "))), self.breakpoint_box],
                     layout=w.Layout(align_items="center"))
-        self.message = w.HTML()
+        self.message = html()
         self.pending_box = w.VBox([])
         self.pending_box.add_class("ladr-pending")
         self.fork = w.Textarea(placeholder="Type an answer for the pending call, then press “Answer by hand” "
@@ -73,11 +73,13 @@ class Stepper(View):
         self.fork_button = w.Button(description="Answer by hand", tooltip="answer the pending call with this text")
         self.fork_box = w.VBox([self.fork, self.fork_button])
         self.trace_view = TraceView(self.run, follow=True)
-        self.slate_view = SlateView(self.run, ladder=self.ladder)
+        # the Slate tab reads its (maybe 10,000-file) listing when first opened, not before the first paint
+        self.slate_view = SlateView(self.run, ladder=self.ladder, lazy=True)
         self.trace_view.on_round(self._round_opened)
         self.tabs = w.Tab(children=[self.trace_view.widget, self.slate_view.widget])
         self.tabs.set_title(0, "Trace")
         self.tabs.set_title(1, "Slate")
+        self.tabs.observe(lambda c: self.slate_view.load() if c["new"] == 1 else None, names="selected_index")
         self.widget = self._root([w.HBox([title, self.counter], layout=w.Layout(justify_content="space-between")),
                                   controls, bp, self.message, self.pending_box, self.fork_box, self.tabs])
         self.step_button.on_click(lambda _b: self.step())
@@ -194,8 +196,8 @@ class Stepper(View):
 
     # ---- drawing ---------------------------------------------------------------------------------------
     def _refresh(self, message: str = "") -> None:
-        w = ipw()
         run = self.run
+        pending = [] if run.done else run.pending       # starts the run: the next prompt shows before it is sent
         n = self.rounds
         self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
         self.message.value = message
@@ -208,9 +210,8 @@ class Stepper(View):
             text = concat(badge(res.status), f" after {plural(res.llm_calls, 'model call')}",
                           tag("div", res.error, style="color: #cf222e") if res.error else None,
                           tag("b", "output"), pre(res.output or "(empty)", 4000))
-            self.pending_box.children = (w.HTML(value=str(text)),)
+            self.pending_box.children = (html(str(text)),)
             return
-        pending = run.pending
         if not pending:
             self.pending_box.children = ()
             return
@@ -219,17 +220,17 @@ class Stepper(View):
                          " ", badge("forced final") if req.info.forced_final else None,
                          note(f"  {req.prompt_chars:,} prompt chars → {getattr(req.model, 'name', '?')}"
                               + (f"; {len(pending) - 1} more pending" if len(pending) > 1 else "")))
-        parts: list = [w.HTML(value=head)]
+        parts: list = [html(head)]
         for s in req.prompt_sections():
             parts.append(Fold(head_html(badge(s.kind, "#6e7781"), " ", tag("b", s.name), note(f"  {len(s.text):,} chars")),
                               lambda text=s.text: [PagedText(text, chunk=CHUNK).widget], cls="ladr-section").widget)
         if req.info.request_match is not None:
-            parts.append(w.HTML(value=str(details(concat(tag("b", "requestMatch"),
+            parts.append(html(str(details(concat(tag("b", "requestMatch"),
                                                          note("  a match is a retrieval request; anything else is "
                                                               "the final answer")),
                                                   pre(json_text(req.info.request_match), 8000)))))
         elif req.info.forced_final:
-            parts.append(w.HTML(value=str(note("forced final call: its output is final whatever it looks like"))))
+            parts.append(html(str(note("forced final call: its output is final whatever it looks like"))))
         self.pending_box.children = tuple(parts)
 
     def static_html(self) -> str:

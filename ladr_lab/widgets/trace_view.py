@@ -24,11 +24,11 @@ from ..trace.html import (
     write_html,
 )
 from ..trace.story import NodeOutline, Outline, RoundStory, StepOutline, Story
-from .parts import CHUNK, PAGE, Fold, PagedText, Pager, View, head_html, ipw
+from .parts import CHUNK, PAGE, Fold, PagedText, Pager, View, head_html, html, ipw
 
 __all__ = ["TraceView"]
 
-STATIC_CHARS = 150_000     # the static fallback of a live view stays small
+STATIC_CHARS = 50_000      # the static fallback of a live view stays small
 
 
 def _as_trace(source: Any) -> tuple[Trace, Any]:
@@ -54,7 +54,7 @@ class _NodeBody:
         w = ipw()
         self.view, self.block, self.node = view, block, node
         self.rounds = Pager(node.rounds, self._make, page=view.page, noun="round", at_end=view.follow)
-        self.extra = w.HTML()
+        self.extra = html()
         self.widget = w.VBox([self.rounds.widget, self.extra])
         self.refresh_extra()
 
@@ -95,7 +95,7 @@ class _StepRow:
         self.node_folds.clear()
         if self._single():
             if not self.block.nodes:
-                return [ipw().HTML(value=str(note("no model call yet")))]
+                return [html(str(note("no model call yet")))]
             n = next(iter(self.block.nodes.values()))
             body = self.bodies[n.node] = _NodeBody(self.view, self.block, n)
             return [body.widget]
@@ -105,9 +105,13 @@ class _StepRow:
         def build() -> list:
             body = self.bodies[n.node] = _NodeBody(self.view, self.block, n)
             return [body.widget]
-        fold = self.node_folds[n.node] = Fold(head_html(tag("b", f"node {n.node}"), note("  " + n.headline())), build,
-                                              cls="ladr-node")
+        fold = self.node_folds[n.node] = Fold(self._node_head(n), build, cls="ladr-node")
         return fold
+
+    @staticmethod
+    def _node_head(n: NodeOutline) -> str:
+        text = n.headline()
+        return head_html(tag("b", f"node {n.node}"), note("  " + text.split(": ", 1)[-1]))
 
     def update(self, story: Story) -> None:
         """Show a new event of this step: the header always, the body if it was built."""
@@ -130,7 +134,7 @@ class _StepRow:
         if fold is None:
             self.fold.body.children = self.fold.body.children + (self._node_fold(n).widget,)
             return
-        fold.head.value = head_html(tag("b", f"node {n.node}"), note("  " + n.headline()))
+        fold.head.value = self._node_head(n)
         if node in self.bodies and fold.built:
             self.bodies[node].add(story)
 
@@ -145,11 +149,10 @@ class TraceView(View):
     def __init__(self, trace_or_run: Any = None, *, page: int = PAGE, follow: bool = False, live: bool = True,
                  chunk: int = CHUNK) -> None:
         super().__init__()
-        w = ipw()
         self.page, self.follow, self.live, self.chunk = page, follow, live, chunk
-        self.header = w.HTML()
+        self.header = html()
         self.header.add_class("ladr-trace-header")
-        self.chart = w.HTML()
+        self.chart = html()
         self.steps = Pager([], self._make_steps, page=page, noun="step execution")
         self.widget = self._root([self.header, self.chart, self.steps.widget])
         self._round_callbacks: list[Callable[[RoundStory], Any]] = []
@@ -190,10 +193,9 @@ class TraceView(View):
 
     def _round_fold(self, r: RoundStory) -> Fold:
         def build() -> list:
-            w = ipw()
-            parts = [w.HTML(value=str(round_body_html(r, prompt=False, limit=self.chunk)))]
+            parts = [html(str(round_body_html(r, prompt=False, limit=self.chunk)))]
             sections = r.prompt_sections()
-            parts.append(w.HTML(value=str(concat(tag("b", "prompt"),
+            parts.append(html(str(concat(tag("b", "prompt"),
                                                  note(f"  {len(sections)} sections, {r.prompt_chars:,} chars")))))
             for s in sections:
                 parts.append(Fold(head_html(badge(s.kind, "#6e7781"), " ", tag("b", s.name),

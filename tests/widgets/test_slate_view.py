@@ -1,0 +1,110 @@
+"""SlateView: the paged file table with metatags, the filter, the preview, the tree opened level by level, and
+a round's fetched files lit with their status."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from ladr_lab.slate import SlateStore  # noqa: E402
+from ladr_lab.trace import Write  # noqa: E402
+from ladr_lab.widgets import SlateView  # noqa: E402
+from tests.helpers_display import scripted_run, with_class  # noqa: E402
+
+
+def _store(slates) -> SlateStore:
+    store = SlateStore()
+    for title, path in slates.items():
+        store.bind(title, path)
+    return store
+
+
+def test_it_shows_a_folder_with_sizes_dates_and_metatags(slates):
+    (slates["Knowledge"] / "docs" / ".metatags.json").write_text('{"core.md": {"tags": ["dedup", "<x>"]}}')
+    sv = SlateView(_store(slates), slate="Knowledge", folder="docs")
+    assert "ladr-slate-view" in sv.widget._dom_classes
+    assert sv.folder.name == "docs" and "Knowledge / docs" in sv.header.value
+    assert "core.md" in sv.table.value and "dedup" in sv.table.value and "&lt;x&gt;" in sv.table.value
+    assert sv.slate_pick.options == ("Knowledge", "Memory") and "private" in sv.folder_pick.options
+
+
+def test_filter_pages_and_preview(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(130):
+        (docs / f"file-{i:03d}.md").write_text(f"body {i} <b>bold</b>")
+    (docs / "other.txt").write_text("x")
+    sv = SlateView(tmp_path, page=50)
+    assert "1–50 of 131" in sv.page_label.value and sv.table.value.count("<tr") == 51
+    sv.next.click()
+    assert "51–100 of 131" in sv.page_label.value
+    sv.filter.value = "other"
+    assert "1–1 of 1" in sv.page_label.value and sv.preview_pick.options == ("other.txt",)
+    sv.filter.value = "file-12"
+    sv.preview_pick.value = "file-120.md"
+    assert "body 120 &lt;b&gt;bold&lt;/b&gt;" in sv.preview.value
+
+
+def test_the_tree_opens_one_level_at_a_time(slates):
+    sv = SlateView(_store(slates), slate="Knowledge", folder="docs")
+    assert sv.tree.children == ()                          # not built until the Tree tab is shown
+    sv.tabs.selected_index = 1
+    dirs = with_class(sv.tree, "ladr-tree-dir")
+    names = [d.children[0].children[1].value for d in dirs]
+    assert any("notes/" in n for n in names)
+    notes = dirs[[i for i, n in enumerate(names) if "notes/" in n][0]]
+    assert len(notes.children) == 1                          # only its header until it opens
+    notes.children[0].children[0].click()
+    assert notes.children[1].children                       # the level below, built now
+
+
+def test_light_shows_a_rounds_fetched_files_with_their_status(ladder, slates):
+    run = scripted_run(ladder, slates)
+    run.run()
+    sv = SlateView(run)                                     # a Run: its store, its ladder
+    assert sv.folder.name == "docs"                         # the folder the ladder retrieves from
+    sv.light(run.trace, "research", 1, 1)
+    assert sv.lit == {"core.md": "fetched", "missing.md": "not_found"}
+    assert "not_found" in sv.lit_html.value and "missing.md" in sv.lit_html.value
+    assert "fetched" in sv.table.value
+    sv.light(run.trace, "research", 1, 2)
+    assert sv.lit["core.md"] == "already_in_context" and sv.lit["faq.md"] == "fetched"
+    sv.clear_light()
+    assert sv.lit == {} and sv.lit_html.value == ""
+
+
+def test_a_write_shows_after_refresh(slates):
+    store = _store(slates)
+    sv = SlateView(store, slate="Memory", folder="facts")
+    assert "notes.md" not in sv.table.value
+    (slates["Memory"] / "facts" / "notes.md").write_text("new fact")
+    sv.note_write(Write(step="s", node=1, mechanism="slateWrite", target="Memory/facts/notes.md", policy="append",
+                        status="written", reason=""))
+    assert "notes.md" in sv.table.value and sv.lit["notes.md"] == "written" and "written" in sv.message.value
+
+
+def test_switching_folders(slates):
+    sv = SlateView(_store(slates), slate="Knowledge", folder="docs")
+    sv.slate_pick.value = "Memory"
+    assert sv.folder.name in ("facts", "registry") and "Memory" in sv.header.value
+    sv.show(folder="registry")
+    assert sv.folder.name == "registry"
+
+
+def test_it_refuses_what_it_cannot_show():
+    with pytest.raises(TypeError, match="SlateView shows"):
+        SlateView(42)
+
+
+def test_lighting_turns_to_the_page_of_the_lit_files(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(60):
+        (docs / f"f{i:02d}.md").write_text("x")
+    from ladr_lab.trace import Fetched, LlmCall
+    call = LlmCall(step="s", node=1, round=1, iteration=1, messages=[], output="", forced_final=False,
+                   request_match="retrieval", model="m",
+                   fetched=(Fetched(path="f45.md", mode="files", status="fetched", chars=1),))
+    sv = SlateView(tmp_path, page=20)
+    sv.light(call)
+    assert "41–60 of 60" in sv.page_label.value and "fetched" in sv.table.value

@@ -1,0 +1,127 @@
+"""Stepper: Step, Run step, Run all (with breakpoints), Reset and Answer by hand, driven by clicking its buttons;
+its round counter, pending prompt, TraceView and SlateView follow the run."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from ladr_lab.models import ScriptedModel  # noqa: E402
+from ladr_lab.widgets import Stepper  # noqa: E402
+from tests.helpers_display import RETRIEVE_GATE_WRITE, SCRIPT, buttons, walk, with_class  # noqa: E402
+
+TWO_STEPS = RETRIEVE_GATE_WRITE + """
+- id: summarize
+  fields:
+    - { name: Notes, type: text, from: previous }
+"""
+
+
+def _stepper(ladder, slates, **kw) -> Stepper:
+    script = {**SCRIPT, "summarize": ["summary"]}
+    return Stepper(ladder(TWO_STEPS), input="How does dedup work?", model=ScriptedModel(script), slates=slates, **kw)
+
+
+def test_the_contract_names_and_classes(ladder, slates):
+    s = _stepper(ladder, slates)
+    assert "ladr-stepper" in s.widget._dom_classes
+    assert {"Step", "Run step", "Run all", "Reset", "Answer by hand"} <= set(buttons(s.widget))
+    assert with_class(s.widget, "ladr-round-count")[0].value.startswith("<b>0 rounds</b>")
+    assert with_class(s.widget, "ladr-pending") and with_class(s.widget, "ladr-fork")[0].__class__.__name__ == "Textarea"
+    assert "ladr-trace-view" in s.trace_view.widget._dom_classes
+    assert "ladr-slate-view" in s.slate_view.widget._dom_classes
+    assert s.rounds == 0 and s.run.status == "running"
+    data = s._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data and "text/html" in data
+
+
+def test_the_next_prompt_is_shown_before_it_is_sent(ladder, slates):
+    s = _stepper(ladder, slates)
+    text = "".join(w.value for w in walk(s.pending_box) if isinstance(getattr(w, "value", None), str))
+    assert "research · node 1 · round 1" in text and "Question" in text and "requestMatch" in text
+    assert s.run.llm_calls == 0                            # shown, not sent
+
+
+def test_step_makes_one_call_and_everything_follows(ladder, slates):
+    s = _stepper(ladder, slates)
+    buttons(s.widget)["Step"].click()
+    assert s.rounds == 1 and "1 round</b>" in s.counter.value
+    assert s.slate_view.lit == {"core.md": "fetched", "missing.md": "not_found"}    # the round's files, lit
+    assert s.trace_view.outline.totals()["rounds"] == 1
+    assert "round 2" in "".join(w.value for w in walk(s.pending_box) if isinstance(getattr(w, "value", None), str))
+    buttons(s.widget)["Step"].click()
+    assert s.rounds == 2 and "2 rounds</b>" in s.counter.value
+
+
+def test_run_step_finishes_the_step_and_the_write_shows_in_the_slate_view(ladder, slates):
+    s = _stepper(ladder, slates)
+    s.run_step_button.click()
+    assert s.rounds == 3 and s.run.pending[0].step == "summarize"
+    assert any("notes.md" in w.target for w in s.slate_view.writes)
+    assert "written" in s.slate_view.message.value
+
+
+def test_run_all_stops_at_a_breakpoint_then_goes_on(ladder, slates):
+    s = _stepper(ladder, slates, breakpoints=["summarize"])
+    assert s.breakpoints == ["summarize"]
+    s.run_all_button.click()
+    assert not s.run.done and s.run.pending[0].step == "summarize" and s.rounds == 3
+    assert "breakpoint" in s.message.value
+    s.run_all_button.click()
+    assert s.run.done and s.run.status == "completed" and s.rounds == 4
+    assert all(b.disabled for b in (s.step_button, s.run_all_button, s.fork_button))
+    assert "summary" in "".join(w.value for w in walk(s.pending_box) if isinstance(getattr(w, "value", None), str))
+
+
+def test_answer_by_hand_forks_the_run(ladder, slates):
+    s = _stepper(ladder, slates)
+    s.fork.value = '{"fact": "typed by hand"}'
+    buttons(s.widget)["Answer by hand"].click()
+    call = s.run.trace.calls()[-1]
+    assert call.provenance == "edited" and call.request_match == "final" and s.fork.value == ""
+    assert s.rounds == 1
+
+
+def test_reset_starts_again_and_detaches_the_old_run(ladder, slates):
+    s = _stepper(ladder, slates)
+    old = s.run
+    s.run_all_button.click()
+    assert old.done
+    s.reset_button.click()
+    assert s.run is not old and s.rounds == 0 and s.run.status == "running"
+    assert s._on_event not in old.trace._listeners and s.trace_view._on_event not in old.trace._listeners
+    assert s.trace_view.outline.totals()["rounds"] == 0 and s.slate_view.lit == {}
+    s.step_button.click()                                  # the scripted model was reset with the run
+    assert s.rounds == 1 and s.run.trace.calls()[0].output == SCRIPT["research"][0]
+
+
+def test_a_model_factory_makes_a_fresh_model_per_run(ladder, slates):
+    made = []
+
+    def factory():
+        made.append(ScriptedModel(lambda m, **h: "answer"))
+        return made[-1]
+
+    s = Stepper(ladder("- id: a\n"), model=factory, slates=slates)
+    s.reset()
+    assert len(made) == 2
+
+
+def test_an_unknown_breakpoint_is_refused_with_a_suggestion(ladder, slates):
+    with pytest.raises(ValueError, match='did you mean "summarize"'):
+        _stepper(ladder, slates, breakpoints=["sumarize"])
+
+
+def test_a_step_after_the_end_says_so(ladder, slates):
+    s = _stepper(ladder, slates)
+    s.run_all()
+    assert s.step() == [] and "ended" in s.message.value
+
+
+def test_the_slate_tab_reads_its_listing_when_first_opened(ladder, slates):
+    s = _stepper(ladder, slates)
+    s.step()
+    assert not s.slate_view.loaded and s.slate_view.table.value == ""     # nothing read for the first paint
+    assert s.slate_view.lit["core.md"] == "fetched"                        # but the round's files are known
+    s.tabs.selected_index = 1
+    assert s.slate_view.loaded and "core.md" in s.slate_view.table.value and "fetched" in s.slate_view.table.value
