@@ -175,7 +175,7 @@ def replace_schema(ladder: Ladder, step_id: str, schema: dict, test: str = "requ
         raise ConfigError(f'Step "{step_id}" has no {".".join(TEST_KEYS[test])} to edit', step_id=step_id,
                           rule="edit-test")
     path = tuple(step.path) + TEST_KEYS[test]
-    kw = {"file": ladder.file, "knobs": ladder.knobs, "base_dir": ladder.base_dir}
+    kw: dict[str, Any] = {"file": ladder.file, "knobs": ladder.knobs, "base_dir": ladder.base_dir}
     attempts = []
     for source in ([text] if text and text.strip() else []) + [to_yaml_text(schema)]:
         spliced = _splice(ladder.text, path, source, schema) if ladder.text else None

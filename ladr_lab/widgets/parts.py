@@ -79,6 +79,7 @@ class View:
         fallback = self.static_html()
         if fallback:
             data["text/html"] = fallback
+        data["text/plain"] = repr(self)      # not ipywidgets' `VBox(children=(HTML(value='<style>…`
         return data
 
     def close(self) -> None:
@@ -124,6 +125,11 @@ def button(description: str, *, key: str = "button", tooltip: str | None = None,
     b = ipw().Button(description=description, tooltip=tooltip, layout=layout(key, **layout_kw),
                      style=shared("style:button", ipw().ButtonStyle))
     return b
+
+
+def paged(text: str, chunk: int) -> Callable[[], list]:
+    """A fold's body builder showing `text` a page at a time (made when the fold first opens)."""
+    return lambda: [PagedText(text, chunk=chunk).widget]
 
 
 class Fold:

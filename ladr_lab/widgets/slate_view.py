@@ -7,6 +7,7 @@ page of rows, the tree's first level, and nothing of a file until it is previewe
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +270,7 @@ class SlateView(View):
             path = f"{sub}/{str(e['name'])[:-1]}" if sub else str(e["name"])[:-1]
             out.append(Fold(head_html(tag("b", e["name"]), note(f"  {plural(int(e.get('files', 0)), 'file')}, "
                                                                  f"{fmt_bytes(int(e.get('size', 0)))}")),
-                            lambda p=path: self._level(p), cls="ladr-tree-dir").widget)
+                            functools.partial(self._level, path), cls="ladr-tree-dir").widget)
         if len(dirs) > DIR_ENTRIES:
             out.append(html(str(note(f"… {len(dirs) - DIR_ENTRIES} more subfolders (filter the Files tab)"))))
         box = html()

@@ -20,7 +20,7 @@ from ..engine.html import run_html
 from ..errors import LadrError
 from ..trace import Event, Events, LlmCall, StepStart, Write
 from ..trace.story import RoundStory
-from .parts import CHUNK, Fold, PagedText, View, head_html, html, ipw, message_html
+from .parts import CHUNK, Fold, View, head_html, html, ipw, message_html, paged
 from .slate_view import SlateView
 from .trace_view import TraceView
 
@@ -41,7 +41,7 @@ class Stepper(View):
         super().__init__()
         w = ipw()
         self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
-        self._args = {"input": input, "inputs": inputs, "slates": slates}
+        self._args: dict[str, Any] = {"input": input, "inputs": inputs, "slates": slates}
         self._model = model
         ids = [s.id for s in self.ladder.all_steps()]
         unknown = [b for b in breakpoints if b not in ids]
@@ -101,7 +101,8 @@ class Stepper(View):
 
     def _new_run(self) -> Run:
         a = self._args
-        return Run(self.ladder, model=self._make_model(), input=a["input"], inputs=a["inputs"], slates=a["slates"])
+        return Run(self.ladder, model=self._make_model(), input=a["input"], inputs=a["inputs"],
+                   slates=a["slates"])
 
     def _listen(self) -> None:
         self._stack.enter_context(self.run.trace.listening(self._on_event))
@@ -223,7 +224,7 @@ class Stepper(View):
         parts: list = [html(head)]
         for s in req.prompt_sections():
             parts.append(Fold(head_html(badge(s.kind, "#6e7781"), " ", tag("b", s.name), note(f"  {len(s.text):,} chars")),
-                              lambda text=s.text: [PagedText(text, chunk=CHUNK).widget], cls="ladr-section").widget)
+                              paged(s.text, CHUNK), cls="ladr-section").widget)
         if req.info.request_match is not None:
             parts.append(html(str(details(concat(tag("b", "requestMatch"),
                                                          note("  a match is a retrieval request; anything else is "

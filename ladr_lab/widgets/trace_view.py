@@ -24,7 +24,7 @@ from ..trace.html import (
     write_html,
 )
 from ..trace.story import NodeOutline, Outline, RoundStory, StepOutline, Story
-from .parts import CHUNK, PAGE, Fold, PagedText, Pager, View, head_html, html, ipw
+from .parts import CHUNK, PAGE, Fold, Pager, View, head_html, html, ipw, paged
 
 __all__ = ["TraceView"]
 
@@ -180,6 +180,10 @@ class TraceView(View):
         """Call `fn(round_story)` whenever a round is opened (the Stepper lights its fetched files)."""
         self._round_callbacks.append(fn)
 
+    def _round_opened(self, r: RoundStory) -> None:
+        for fn in self._round_callbacks:
+            fn(r)
+
     # ---- building ---------------------------------------------------------------------------------------
     def _make_steps(self, blocks: list[StepOutline]) -> list:
         out = []
@@ -200,12 +204,12 @@ class TraceView(View):
             for s in sections:
                 parts.append(Fold(head_html(badge(s.kind, "#6e7781"), " ", tag("b", s.name),
                                             note(f"  {len(s.text):,} chars")),
-                                  lambda text=s.text: [PagedText(text, chunk=self.chunk).widget],
+                                  paged(s.text, self.chunk),
                                   cls="ladr-section").widget)
             return parts
 
         fold = Fold(str(round_head_html(r)), build, cls="ladr-round",
-                    on_open=lambda _f: [fn(r) for fn in self._round_callbacks])
+                    on_open=lambda _f: self._round_opened(r))
         self._round_folds[id(r.event)] = fold
         return fold
 

@@ -33,6 +33,7 @@ def test_the_contract_names_and_classes(ladder, slates):
     assert s.rounds == 0 and s.run.status == "running"
     data = s._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data and "text/html" in data
+    assert data["text/plain"] == "<Stepper (ladr-stepper)>"      # never ipywidgets' VBox(children=…) repr
 
 
 def test_the_next_prompt_is_shown_before_it_is_sent(ladder, slates):
