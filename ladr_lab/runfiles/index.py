@@ -37,7 +37,7 @@ MAX_PIECE_CHARS = 2000
 NUL_PROBE_BYTES = 8192
 SIGNATURE_BYTES = 4096
 MAX_PART_CHARS = 8 << 20  # a record longer than this is indexed in parts even within one read
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 _BATCH = 20000
 _MARKER = b"has started episode"
 _INF_TS = "\uffff"
@@ -527,12 +527,15 @@ class RunFileIndex:
         if self.masker is not None:
             text = self.masker.mask(text)
             msg = self.masker.mask(msg) if msg is not None else None
+        episode = self.markers.episode(f.id, part.part_line, ts) if f.records else None
         if kind == NOTE or msg is None:
-            key, msgkey = _hash("note", text), None
+            # "a note several files record is given once": the copies of one record in .history and .log share
+            # its episode and conversation; the same words written in another episode or conversation are
+            # another record (round 1 of yesterday's run is not round 1 of today's)
+            key, msgkey = _hash("note", str(episode), conv or "", text), None
         else:
             key = _hash(kind, msg)
             msgkey = message_key(msg) if kind == TOLD else None
-        episode = self.markers.episode(f.id, part.part_line, ts) if f.records else None
         rec_id = self._next_rec
         self._next_rec += 1
         p0 = self._next_piece

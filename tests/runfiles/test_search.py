@@ -78,6 +78,19 @@ def test_a_note_several_files_record_is_given_once_with_any_interpreter(tmp_path
     assert texts(got) == ["another kiwi note", "kiwi note"]
 
 
+def test_the_same_note_in_another_episode_or_conversation_is_another_record(tmp_path: Path) -> None:
+    (tmp_path / "Alice.log").write_text(
+        rec("18:00:00", "Alice", "has started episode 1.", "-", level="INFO")
+        + rec("18:00:01", "Alice", "round 1: kiwi retrieval", "node-1", level="INFO")
+        + rec("18:00:02", "Alice", "round 1: kiwi retrieval", "node-2", level="INFO")
+        + rec("18:00:03", "Alice", "has started episode 2.", "-", level="INFO")
+        + rec("18:00:04", "Alice", "round 1: kiwi retrieval", "node-1", level="INFO"))
+    (tmp_path / "Alice.history").write_text(rec("18:00:04", "Alice", "round 1: kiwi retrieval", "node-1"))
+    got = search(tmp_path, "kiwi", episode=2, conversation="node-1", top_k=10)
+    # three records (two conversations of episode 1, one of episode 2); the .history copy adds none
+    assert sorted((p.episode, p.line) for p in got.pieces) == [(1, 2), (1, 3), (2, 5)]
+
+
 # ---- scopes, episodes, conversations ----------------------------------------------------------------------
 def test_scope_run_gives_other_episodes_whatever_their_conversation(tmp_path: Path) -> None:
     two_episodes(tmp_path)
