@@ -43,6 +43,7 @@ def cmd_serve(a) -> int:
     """Index the slates, then serve them until stdin ends (stdio) or the process is stopped (HTTP)."""
     from ..server import Dispatcher, HttpServer, serve_stdio
 
+    address = None if a.stdio else _host_port(a.http)   # a bad --http fails before minutes of indexing
     engine = build_engine(a)
     version = engine.warm()
     docs = len(engine.corpus.snapshot(version).docs)
@@ -54,7 +55,8 @@ def cmd_serve(a) -> int:
     if a.stdio:
         serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
         return 0
-    host, port = _host_port(a.http)
+    assert address is not None
+    host, port = address
     token = a.token or os.environ.get("LADR_SERVE_TOKEN") or None
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)

@@ -73,6 +73,8 @@ _CITED = re.compile(r"\[[^\[\]]+\][.!?]?$")
 class OfflineModel:
     """The deterministic, network-free default model that retrieves by the index and answers extractively."""
 
+    deterministic = True   # the same messages always get the same answer (the search server relies on it)
+
     def __init__(self, *, name: str = "offline", max_concurrency: int = 4) -> None:
         self.name = name
         self.max_concurrency = max_concurrency

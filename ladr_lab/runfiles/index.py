@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ladr_lab.errors import LadrError
 from ladr_lab.runfiles.masking import Masker
 from ladr_lab.runfiles.readings import LEFT_OUT, NOTE, QUIET_LEVELS, TOLD, RecordInterpreter
 from ladr_lab.runfiles.records import CONTINUATION_INDENT, Record, parse_record_line
@@ -160,15 +161,18 @@ class RunFileIndex:
         self.interpreter = interpreter
         self.masker = masker
         self.warned: set[str] = set()
-        self.db = sqlite3.connect("" if path is None else str(path), check_same_thread=False,
-                                  isolation_level=None)
-        # a rollback journal, not WAL: a first build is one big transaction that WAL would write twice
-        self.db.execute("PRAGMA synchronous=OFF" if path is None else "PRAGMA journal_mode=TRUNCATE")
-        self.db.execute("PRAGMA temp_store=MEMORY")
-        self.db.execute("PRAGMA cache_size=-262144")  # 256 MiB: FTS5 merges its segments in the page cache
-        self.db.executescript(_SCHEMA)
-        self._check_meta()
-        self._load()
+        try:
+            self.db = sqlite3.connect("" if path is None else str(path), check_same_thread=False,
+                                      isolation_level=None)
+            # a rollback journal, not WAL: a first build is one big transaction that WAL would write twice
+            self.db.execute("PRAGMA synchronous=OFF" if path is None else "PRAGMA journal_mode=TRUNCATE")
+            self.db.execute("PRAGMA temp_store=MEMORY")
+            self.db.execute("PRAGMA cache_size=-262144")  # 256 MiB: FTS5 merges its segments in the page cache
+            self.db.executescript(_SCHEMA)
+            self._check_meta()
+            self._load()
+        except sqlite3.Error as exc:   # a folder that does not exist, a file that is not an index, a read-only disk
+            raise LadrError(f"cannot use {path} as a run-file index: {exc}") from None
 
     def _load(self) -> None:
         """What the index keeps in memory, as the database has it (at start, and after a failed refresh)."""

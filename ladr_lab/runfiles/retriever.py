@@ -150,9 +150,11 @@ class RunFileRetriever:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _warn(self, message: str, out: list[str]) -> None:
-        if message not in self._warned:
-            self._warned.add(message)
+    def _warn(self, message: str, out: list[str], key: str | None = None) -> None:
+        """Report `message` once in the retriever's life per `key` (the message itself by default)."""
+        key = message if key is None else key
+        if key not in self._warned:
+            self._warned.add(key)
             self.index.warn(message)
             out.append(message)
 
@@ -191,6 +193,12 @@ class RunFileRetriever:
                turn_message: str | None, warnings: list[str]) -> list[Piece]:
         db = self.index.db
         files = dict(db.execute("SELECT id, rel FROM files"))
+        if not files:   # a misspelt owner would otherwise look like an agent that recorded nothing
+            agents = sorted({p.name[:-len(sfx)] for sfx in (HISTORY_SUFFIX, LOG_SUFFIX)
+                             for p in self.run_dir.glob("*" + sfx)})
+            self._warn(f"{self.owner}: no {self.owner}{HISTORY_SUFFIX}, {self.owner}{LOG_SUFFIX} or {self.owner}/ "
+                       f"in {self.run_dir}" + (f" (agents with files there: {', '.join(agents[:20])})"
+                                               if agents else ""), warnings, key="no-files")
         has_records = any(rel.endswith((HISTORY_SUFFIX, LOG_SUFFIX)) and "/" not in rel for rel in files.values())
         if has_records and (ep is None or conv is None):
             self._warn(f"{self.owner}: .history and .log records are evidence only for a request with both a "
@@ -201,8 +209,9 @@ class RunFileRetriever:
         if ep is not None and conv is not None:
             for fid, count in db.execute("SELECT file, count(*) FROM records WHERE noconv = 1 AND episode = ? "
                                          "GROUP BY file", (ep,)):
+                # seed 004: "one WARN per file" (not one per episode asked, nor one per new line appended)
                 self._warn(f"{files.get(fid, fid)}: {count} record(s) of episode {ep} without the conversation "
-                           f"field are not evidence", warnings)
+                           f"field are not evidence", warnings, key=f"noconv:{fid}")
         cond = self._conditions(ep, conv, scope, turn_message)
         if cond is None:
             return []

@@ -401,7 +401,7 @@ class RunFilesWriter:
             size = os.fstat(fd).st_size
             # a file whose last line has no newline (another writer stopped mid-line) would glue our first
             # record onto it: every record starts at a line start
-            if size and os.pread(fd, 1, size - 1) not in (b"\n", b"\r"):
+            if size and os.pread(fd, 1, size - 1) != b"\n":   # readers split at \n only: a bare \r ends no line
                 os.write(fd, b"\n")
             return os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace", newline="\n")
         except BaseException:

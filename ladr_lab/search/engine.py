@@ -96,6 +96,11 @@ class EmbeddedEngine:
         return self.corpus.sync().version
 
     # --- capabilities ---------------------------------------------------------------------------
+    def _transform_deterministic(self) -> bool:
+        """Whether every stage answers the same each time: true unless a query transform asks a model that may
+        not (only a model that says `deterministic = True`, as the offline model does, is trusted)."""
+        return self.transform_model is None or getattr(self.transform_model, "deterministic", False) is True
+
     def capabilities(self) -> dict:
         """The capabilities seed 002 names, as this engine honours them."""
         snap = self.corpus.sync()
@@ -110,7 +115,7 @@ class EmbeddedEngine:
                 "confidence": True,
                 "scoreScale": "unbounded",
                 "scoreScaleByMode": {"sparse": "bm25", "dense": "cosine", "hybrid": "unbounded"},
-                "deterministic": True,
+                "deterministic": self._transform_deterministic(),
                 "snapshots": True,
                 "units": list(self.units),
                 "levels": [0],
@@ -205,6 +210,9 @@ class EmbeddedEngine:
         queries, rewritten = [req.query], None
         if transform is not None:
             queries, rewritten = apply_transform(self.transform_model, transform, req.query)
+            if not self._transform_deterministic():   # seed 002: "SHOULD note non-determinism in usage.notes"
+                notes.append(f"the {transform} transform asked {getattr(self.transform_model, 'name', 'a model')}, "
+                             "which may answer differently each time: seed cannot fix it")
 
         stages: dict[str, dict] = {}  # per candidate: its score at each stage
         ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)

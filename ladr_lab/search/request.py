@@ -7,6 +7,7 @@ OptionUnsupported (-32005) under `strict` or degrades and says so in `usage.note
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,9 +171,17 @@ def load_request(params: Any) -> RetrieveRequest:
             if isinstance(weights, list) and len(weights) == 2:
                 weights = {"dense": weights[0], "sparse": weights[1]}
             if not isinstance(weights, dict) or not set(weights) <= {"dense", "sparse"} or not all(
-                    isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights.values()):
+                    isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 and math.isfinite(w)
+                    for w in weights.values()):
                 raise InvalidRequestParams("fusion.weights must be {dense, sparse} (or [dense, sparse]) "
-                                           "of non-negative numbers")
+                                           "of non-negative finite numbers")
+            # weights are relative: scaled to sum to 1 (by the largest first, so 1e308 twice cannot overflow),
+            # which keeps a fused score finite and weighted fusion's in [0, 1]
+            top = max(weights.values(), default=0)
+            if top > 0:
+                scaled = {k: w / top for k, w in weights.items()}
+                total = sum(scaled.values())
+                weights = {k: w / total for k, w in scaled.items()}
         rrf_k = _int(fusion, "rrfK", 1)
         req.fusion = {"method": method, "weights": weights, "rrfK": rrf_k}
 

@@ -91,6 +91,15 @@ def test_the_same_note_in_another_episode_or_conversation_is_another_record(tmp_
     assert sorted((p.episode, p.line) for p in got.pieces) == [(1, 2), (1, 3), (2, 5)]
 
 
+def test_an_owner_without_files_is_said_not_silent(tmp_path: Path) -> None:
+    (tmp_path / "Alice.history").write_text(rec("18:00:00", "Alice", "kiwi", "c"))
+    (tmp_path / "Bob.log").write_text(rec("18:00:00", "Bob", "kiwi", "c", level="INFO"))
+    got = search(tmp_path, "kiwi", owner="Alcie", episode=1, conversation="c")
+    assert got.pieces == [] and got.warnings == [
+        f"Alcie: no Alcie.history, Alcie.log or Alcie/ in {tmp_path} (agents with files there: Alice, Bob)"]
+    assert not [w for w in search(tmp_path, "kiwi", episode=1, conversation="c").warnings if "no Alice" in w]
+
+
 # ---- scopes, episodes, conversations ----------------------------------------------------------------------
 def test_scope_run_gives_other_episodes_whatever_their_conversation(tmp_path: Path) -> None:
     two_episodes(tmp_path)
@@ -173,7 +182,12 @@ def test_a_line_without_the_conversation_field_in_the_current_episode_warns_once
     with RunFileRetriever(tmp_path, "Alice") as r:
         first = r.search("kiwi", episode=1, conversation="c")
         second = r.search("kiwi", episode=1, conversation="c")
-    assert first.pieces == [] and second.warnings == []
+        with open(tmp_path / "Alice.history", "a") as fh:      # more such lines, then another episode asked
+            fh.write(rec("18:00:03", "Alice", "kiwi old style again", None)
+                     + rec("18:00:04", "Alice", "has started episode 2.") + rec("18:00:05", "Alice", "kiwi two", None))
+        third = r.search("kiwi", episode=1, conversation="c")
+        fourth = r.search("kiwi", episode=2, conversation="c")
+    assert first.pieces == [] and second.warnings == [] and third.warnings == [] and fourth.warnings == []
     warns = [w for w in first.warnings if "without the conversation field" in w]
     assert sorted(w.split(":")[0] for w in warns) == ["Alice.history", "Alice.log"]
     assert "2 record(s)" in next(w for w in warns if w.startswith("Alice.history"))

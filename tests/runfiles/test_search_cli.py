@@ -107,3 +107,13 @@ def test_two_real_runs_into_one_folder_then_search(tmp_path: Path) -> None:
     assert pieces and {x["episode"] for x in pieces} == {2}
     assert {x["conversation"] for x in pieces} <= {convs[1], "-"}
     assert {x["kind"] for x in pieces} <= {"told", "said", "note"} and "told" in {x["kind"] for x in pieces}
+
+
+def test_an_index_that_cannot_be_used_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    history(tmp_path)
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database\n" * 200)
+    for index in (tmp_path / "missing" / "x.db", junk):
+        p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--index", str(index))
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.startswith(f"ladr-lab: cannot use {index} as a run-file index:"), p.stderr

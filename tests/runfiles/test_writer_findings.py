@@ -5,6 +5,8 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from ladr_lab.runfiles import RunFileRetriever, RunFilesWriter, Scope, agent_name, parse_file
 
 TS = datetime(2026, 10, 21, 18, 0, 0)
@@ -45,11 +47,13 @@ def test_conversation_ids_are_unique_to_their_run_and_node(tmp_path: Path) -> No
     assert {p.conversation for p in got.pieces} == {"R2/node-1"} and len(got.pieces) == 2
 
 
-def test_every_record_starts_at_a_line_start(tmp_path: Path) -> None:
-    (tmp_path / "Alice.history").write_text("2026-10-21 17:00:00 [running] [-] Alice a line cut short")
+@pytest.mark.parametrize("ending", ["", "\r"])   # readers split at \n only: a bare \r ends no line
+def test_every_record_starts_at_a_line_start(tmp_path: Path, ending: str) -> None:
+    (tmp_path / "Alice.history").write_bytes(
+        ("2026-10-21 17:00:00 [running] [-] Alice a line cut short" + ending).encode())
     one_run(tmp_path, "R1", "kiwi")
     recs = parse_file(tmp_path / "Alice.history")
-    assert recs[0].message == "a line cut short"
+    assert recs[0].message.rstrip("\r") == "a line cut short"
     assert [r.message for r in recs[1:]] == ["has started episode 1.", "was told (round 1): kiwi asked in iteration 1",
                                              "said (round 1): kiwi answered in iteration 1", "has finished episode 1."]
     assert recs[1].line == 2

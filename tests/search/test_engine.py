@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+import ladr_lab.models
 from ladr_lab.models import ScriptedModel
 from ladr_lab.search import EmbeddedEngine, InvalidRequestParams, OptionUnsupported, SnapshotGone
 from ladr_lab.slate import SlateStore
@@ -171,6 +172,13 @@ def test_transforms_through_a_configured_model(store):
     assert set(ids(res)) == {P("lstm.md"), P("resnet.md")}
     assert model.calls[0]["messages"][1]["content"] == "that resnet thing"
     assert eng.capabilities()["transform"] == ["rewrite", "hyde", "multi-query", "decompose"]
+    # seed 002: a server that cannot fix a stochastic step SHOULD note it and not advertise determinism
+    assert eng.capabilities()["retrieve"]["deterministic"] is False
+    assert any("may answer differently each time" in n for n in res["usage"]["notes"])
+    plain = eng.retrieve({"query": "resnet", "k": 1, "mode": "sparse"})
+    assert not any("differently" in n for n in plain["usage"].get("notes", []))
+    offline = EmbeddedEngine.from_store(store, transform_model=ladr_lab.models.OfflineModel())
+    assert offline.capabilities()["retrieve"]["deterministic"] is True
 
 
 def test_mmr_diversifies(tmp_path):
@@ -197,6 +205,15 @@ def test_fusion_options(engine):
     assert c["hits"][0]["scores"]["fused"] > 0.5
     with pytest.raises(InvalidRequestParams):
         engine.retrieve({"query": "x", "fusion": {"method": "borda"}})
+    # weights are relative: scaled to sum to 1, so huge weights give the same finite scores as small ones
+    huge = engine.retrieve({"query": "transformer", "k": 5, "mode": "hybrid",
+                            "fusion": {"method": "weighted", "weights": {"dense": 1e308, "sparse": 1e308}}})
+    small = engine.retrieve({"query": "transformer", "k": 5, "mode": "hybrid",
+                             "fusion": {"method": "weighted", "weights": [1, 1]}})
+    assert [(h["id"], h["score"]) for h in huge["hits"]] == [(h["id"], h["score"]) for h in small["hits"]]
+    assert all(0 <= h["score"] <= 1 for h in huge["hits"]) and huge["hits"]
+    with pytest.raises(InvalidRequestParams):
+        engine.retrieve({"query": "x", "fusion": {"method": "weighted", "weights": {"dense": float("inf")}}})
 
 
 def test_seed_determinism_across_engines(store):

@@ -179,3 +179,9 @@ def test_serve_usage_errors(slate_dir, tmp_path):
     missing = subprocess.run([sys.executable, "-m", "ladr_lab", "serve", "--slate", f"X={tmp_path / 'nope'}", "--stdio"],
                              capture_output=True, text=True, env=ENV, timeout=60)
     assert missing.returncode != 0 and "no such directory" in missing.stderr
+
+
+def test_a_bad_http_address_fails_before_any_indexing(slate_dir):
+    p = subprocess.run(serve_cmd(slate_dir, "--http", "abc"), capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "--http takes [HOST:]PORT (got 'abc')" in p.stderr and "indexed" not in p.stderr
