@@ -236,7 +236,7 @@ class _Recorder:
 
     def add(self, row: dict) -> None:
         line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
-        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
+        with self.lock, open(self.path, "a", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(line)
             fh.flush()
 

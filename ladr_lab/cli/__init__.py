@@ -28,9 +28,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _skip_iri_grammar() -> None:
+    """Keep jsonschema from importing `rfc3987_syntax` in the command's own process.
+
+    jsonschema imports it, when installed (JupyterLab's jupyter-events pulls it in), only to check the "iri"
+    formats, which no ladder check uses (only "regex" is checked); building its grammar at import costs
+    3-6 s, which every `validate` would pay. A library user's process is left as it is."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]   # import then raises ImportError
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ladr-lab` command."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _skip_iri_grammar()
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -155,3 +155,16 @@ def test_every_command_and_flag_is_documented_in_the_readme():
 def test_main_in_process_returns_exit_codes(capsys):
     assert main(["validate", str(ROOT / "examples" / "research.yaml")]) == 0
     assert "OK" in capsys.readouterr().out
+
+
+def test_validate_does_not_build_the_iri_grammar_jsonschema_would_import() -> None:
+    # jsonschema imports rfc3987_syntax (when installed) for the "iri" formats, seconds of grammar building that
+    # `validate` does not need; the command's own process skips it, a library user's process is untouched
+    code = ("import sys; from ladr_lab.cli import main; rc = main(['validate', 'examples/bare_form.yaml']); "
+            "import jsonschema; print(rc, sys.modules.get('rfc3987_syntax', 'absent'))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True"))
+    assert p.stdout.splitlines()[-1] in ("0 None", "0 absent"), p.stdout + p.stderr
+    lib = subprocess.run([sys.executable, "-c", "import sys, ladr_lab; print(sys.modules.get('rfc3987_syntax', 'absent'))"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert lib.stdout.strip() == "absent"                       # importing the library changes nothing

@@ -123,3 +123,15 @@ def test_every_event_type_has_a_class_and_round_trips():
                                 "step_end", "run_end", "internal_error"}
     f = Fetched(path="a.md", mode="files", status="fetched", chars=3, asked="./a.md", truncated=True, total_bytes=9)
     assert Fetched.from_dict(f.to_dict()) == f
+
+
+@pytest.mark.parametrize("output", ["final \udc80 answer", '{"request": {"files": ["\ud800.md"]}}'])
+def test_a_lone_surrogate_in_a_model_output_reaches_the_trace_file_and_ends_no_run(tmp_path, output) -> None:
+    from ladr_lab import load_ladder_text
+    ladder = load_ladder_text("name: s\nsteps:\n  - id: a\n    systemPrompt: answer\n")
+    outputs = iter([output, "done"])
+    run = Run(ladder, model=ScriptedModel(lambda messages, **_: next(outputs)), input="q",
+              trace_out=tmp_path / "t.jsonl")
+    assert run.run().status == "completed"
+    calls = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [c["output"] for c in calls if c["type"] == "llm_call"][0] == output   # the same text, read back
