@@ -94,6 +94,7 @@ CODES: dict[str, Code] = {
     "schema-json": Code("a schema written as a string that is not JSON"),
     "schema-type": Code("a schema that is not a mapping"),
     "invalid-schema": Code("a schema its metaschema rejects"),
+    "schema-ref": Code("a schema whose $ref does not resolve inside it, or whose $refs lead back to themselves"),
     "unknown-schema-keyword": Code("(warning) a keyword the schema's dialect does not know (JSON Schema ignores it)",
                                    at_key=True),
     # cross-references and knobs (references.py, knobs.py)

@@ -152,4 +152,67 @@ def _metaschema(site: Site) -> Iterator[ConfigError]:
         yield problem(f"{site.what} is not a valid JSON Schema: {message}"
                       + (f" (at {'/'.join(map(str, sub))})" if sub else ""), at=sub, suggestion=near)
 
-__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "type_suggestion"]
+_PROBES: tuple = (None, {}, [], "", 0, True, {"request": {}})
+
+
+def _refs(value: Any, at: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """(path, reference) of every `$ref` string, leaving out subschemas with their own `$id` (another base)."""
+    todo = [(value, at)]
+    while todo:
+        v, path = todo.pop()
+        if isinstance(v, dict):
+            if path and "$id" in v:
+                continue
+            if isinstance(v.get("$ref"), str):
+                yield path + ("$ref",), v["$ref"]
+            todo.extend((x, path + (k,)) for k, x in v.items() if k not in ("const", "enum", "default", "examples"))
+        elif isinstance(v, list):
+            todo.extend((x, path + (i,)) for i, x in enumerate(v))
+
+
+def reference_problems(schema: dict) -> list[tuple[tuple, str]]:
+    """(path, message) for each `$ref` that does not resolve inside the schema (or to a metaschema), and for
+    references that lead back to themselves without end (found by applying the schema to a few values)."""
+    from jsonschema_specifications import REGISTRY
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    from .validators import make_validator
+    dialect = schema.get("$schema")
+    spec = specification_with(dialect, default=DRAFT202012) if isinstance(dialect, str) else DRAFT202012
+    resource = spec.create_resource(schema)
+    base = resource.id() or "urn:ladr-lab:schema"
+    resolver = REGISTRY.combine(Registry().with_resource(base, resource)).resolver(base_uri=base)
+    out: list[tuple[tuple, str]] = []
+    for path, ref in _refs(schema):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            out.append((path, f"$ref {ref!r} does not resolve inside this schema (a ladder's schemas never fetch "
+                              "other documents: put the definition under $defs and refer to it as #/$defs/NAME)"))
+        except Exception as exc:   # a malformed pointer or URI
+            out.append((path, f"$ref {ref!r} cannot be read: {exc}"))
+    if out:
+        return out
+    v = make_validator(schema)
+    for probe in _PROBES:
+        try:
+            v.is_valid(probe)
+        except RecursionError:
+            return [((), "its $refs lead back to themselves without end (validating any value would never finish)")]
+        except Exception:   # noqa: S112 - a probe that cannot be judged says nothing about cycles
+            continue
+    return out
+
+
+@rule("schema", "schema-ref")
+def _references(site: Site) -> Iterator[ConfigError]:
+    schema = parse_schema(site.raw)
+    if schema is None or metaschema_errors(schema):
+        return
+    for sub, message in reference_problems(schema):
+        yield problem(f"{site.what} is not usable: {message}", at=sub)
+
+
+__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "reference_problems", "type_suggestion"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..config.validators import make_validator
+from ..errors import LadrError
 from ..jsonx import Extraction, extract
 from ..trace import Judgement
 
@@ -19,8 +21,7 @@ def validator(schema: dict):
     key = id(schema)
     v = _VALIDATORS.get(key)
     if v is None or v.schema is not schema:
-        from jsonschema.validators import validator_for
-        v = validator_for(schema)(schema)
+        v = make_validator(schema)      # never fetches a $ref; patterns run under a time limit
         if len(_VALIDATORS) >= 1024:      # a schema editor makes a new schema per keystroke: stay bounded
             _VALIDATORS.clear()
         _VALIDATORS[key] = v
@@ -36,11 +37,18 @@ def schema_failure(value: Any, schema: dict, valid: bool | None = None, error=No
     the caller already knows, so nothing is validated twice)."""
     if error is not None:
         return error
+    from referencing.exceptions import Unresolvable
     v = validator(schema)
-    if valid if valid is not None else v.is_valid(value):
-        return None
-    from jsonschema.exceptions import best_match
-    return best_match(v.iter_errors(value))
+    try:
+        if valid if valid is not None else v.is_valid(value):
+            return None
+        from jsonschema.exceptions import best_match
+        return best_match(v.iter_errors(value))
+    except Unresolvable as exc:     # the load-time check refuses these; a schema built in Python may still hold one
+        raise LadrError(f"the schema cannot be applied: $ref {exc.ref!r} does not resolve inside it (a ladder's "
+                        "schemas never fetch other documents)") from None
+    except RecursionError:
+        raise LadrError("the schema cannot be applied: its $refs lead back to themselves without end") from None
 
 
 def _error_text(err) -> str:
