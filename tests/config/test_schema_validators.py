@@ -34,7 +34,7 @@ def problems(tmp_path, schema: str) -> list:
 
 @pytest.mark.parametrize("ref", ["http://127.0.0.1:9/s.json", "file:///etc/passwd", "other.json", "#/$defs/nope"])
 def test_a_ref_that_does_not_resolve_inside_the_schema_is_a_load_error_and_nothing_is_fetched(tmp_path, ref) -> None:
-    (err,) = problems(tmp_path, "{$ref: '%s'}" % ref)
+    (err,) = problems(tmp_path, "{$ref: '" + ref + "'}")
     assert err.rule == "schema-ref" and f"$ref {ref!r} does not resolve inside this schema" in str(err)
     assert err.line == 13 and 'Step "a"' in str(err)
 
