@@ -98,6 +98,7 @@ class RequestMatchEditor(View):
         self._lock = threading.Lock()
         self._updating = threading.Lock()    # one re-judge at a time (a timer thread and the kernel's may both ask)
         self._cache: dict[str, list[dict]] = {}
+        self._built: tuple[tuple[str, str], Ladder | ConfigError] | None = None   # the edited ladder of the text
         self.schema: dict | None = dict(self.original)
         self.errors: list[str] = []
         self.warnings: list[str] = []
@@ -260,7 +261,12 @@ class RequestMatchEditor(View):
         key = json.dumps(self.schema, sort_keys=True, default=str)
         rows = self._cache.get(key)
         if rows is None:             # an edit undone, or a comment typed, is judged already
-            edits = Edits({self.step: {self.test: self.schema}})
+            # the edited ladder lets a flip say what it would do (what a round would fetch, which gate branch);
+            # when it does not load, the schema alone still re-judges the verdicts
+            try:
+                edits = Edits(self._edited())
+            except ConfigError:
+                edits = Edits({self.step: {self.test: self.schema}})
             rows = []
             for label, trace in self.traces:
                 for r in rejudge_rows(trace, edits, step=self.step, slates=self.slates):
@@ -314,9 +320,20 @@ class RequestMatchEditor(View):
                        style="border-left: 3px solid #cf222e; padding: 1px 6px; margin: 3px 0"))
 
     def _edited(self) -> Ladder:
+        """The edited ladder of the text now in the box, built once per text (re-judging and lint both ask)."""
         assert self.schema is not None
-        text = self.text.value if self.format.value == "YAML" else None
-        return replace_schema(self.ladder, self.step, self.schema, self.test, text=text)
+        key = (self.format.value, self.text.value)
+        if self._built is None or self._built[0] != key:
+            text = self.text.value if self.format.value == "YAML" else None
+            try:
+                built: Ladder | ConfigError = replace_schema(self.ladder, self.step, self.schema, self.test, text=text)
+            except ConfigError as exc:
+                built = exc
+            self._built = (key, built)
+        built = self._built[1]
+        if isinstance(built, ConfigError):
+            raise built
+        return built
 
     def _lint(self) -> None:
         try:
