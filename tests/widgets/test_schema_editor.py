@@ -192,8 +192,34 @@ def test_the_edited_ladder_is_built_once_per_text(recorded, monkeypatch):
     lad, runs = recorded
     from ladr_lab.widgets import schema_editor
     calls = []
-    real = schema_editor.replace_schema
-    monkeypatch.setattr(schema_editor, "replace_schema", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = schema_editor.rewrite_schema
+    monkeypatch.setattr(schema_editor, "rewrite_schema", lambda *a, **k: calls.append(1) or real(*a, **k))
     ed = RequestMatchEditor(lad, "research", trace=runs)
     ed.set_text(ed.text.value + "\nminProperties: 1")
     assert len(calls) == 2          # the first text and the edited one: re-judging and lint share each build
+
+
+def test_apply_warns_when_the_schema_is_shared_through_an_anchor(ladder):
+    lad = ladder("""
+        - id: a
+          retrieve:
+            to: {slate: Knowledge, folder: docs}
+            as: D
+            maxRounds: 1
+            requestMatch: &rm
+              type: object
+              required: [request]
+        - id: b
+          retrieve: {to: {slate: Knowledge, folder: docs}, as: D, maxRounds: 1, requestMatch: *rm}
+        """)
+    ed = RequestMatchEditor(lad, "a")
+    ed.set_text(ed.text.value + "\nminProperties: 1")
+    ed.apply_button.click()
+    assert ed.applied.step("b").retrieve.request_match["minProperties"] == 1
+    import html
+    assert "ladr-apply-warning" in ed.message.value and 'step "b"' in html.unescape(ed.message.value)
+    assert ed.rewrite.shared_with == ("b",)
+    ed_b = RequestMatchEditor(lad, "b")
+    ed_b.set_text(ed_b.text.value + "\nminProperties: 1")
+    ed_b.apply_button.click()
+    assert "own copy" in ed_b.message.value and "minProperties" not in ed_b.applied.step("a").retrieve.request_match
