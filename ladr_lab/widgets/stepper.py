@@ -27,6 +27,19 @@ from .trace_view import TraceView
 __all__ = ["Stepper"]
 
 
+def _is_factory(m: Any) -> bool:
+    """Whether `m` makes a model when called with nothing (a callable that answers prompts, `lambda messages:
+    ...`, is not one: Run is given it as it is, and says what it accepts)."""
+    if not callable(m) or hasattr(m, "complete"):
+        return False
+    import inspect
+    try:
+        params = inspect.signature(m).parameters.values()
+    except (TypeError, ValueError):     # no signature to read (a builtin): called as a factory, as before
+        return True
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+
+
 class Stepper(View):
     """A run driven from buttons: `Stepper(ladder, input=..., model=..., breakpoints=("verify",))`.
 
@@ -93,7 +106,7 @@ class Stepper(View):
     # ---- the run ---------------------------------------------------------------------------------------
     def _make_model(self) -> Any:
         m = self._model
-        if callable(m) and not hasattr(m, "complete"):
+        if _is_factory(m):
             return m()              # a factory: a fresh model for every run
         if m is not None and hasattr(m, "reset"):
             m.reset()
@@ -210,7 +223,7 @@ class Stepper(View):
             res = run.result
             text = concat(badge(res.status), f" after {plural(res.llm_calls, 'model call')}",
                           tag("div", res.error, style="color: #cf222e") if res.error else None,
-                          tag("b", "output"), pre(res.output or "(empty)", 4000))
+                          tag("div", tag("b", "output")), pre(res.output or "(empty)", 4000))
             self.pending_box.children = (html(str(text)),)
             return
         if not pending:
