@@ -52,7 +52,7 @@ class Trace(Displayable):
         self._sink: IO[str] | None = None
         if isinstance(sink, (str, Path)):
             Path(sink).parent.mkdir(parents=True, exist_ok=True)
-            self._sink = open(sink, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._sink = open(sink, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115 - closed by close(); a lone surrogate is written as its JSON escape
             self._own_sink = True
         elif sink is not None:
             self._sink = sink
@@ -151,7 +151,7 @@ class Trace(Displayable):
 
     def to_jsonl(self, path: str | Path) -> None:
         """Write every event to `path`, one JSON object a line."""
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             for e in self.events:
                 fh.write(_line(e))
 
