@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..display import Displayable
+from ..errors import TraceError
 from .events import Event, LlmCall, RunEnd, Write
 from .tables import TABLES, rows
 
@@ -194,12 +195,32 @@ def _line(event: Event) -> str:
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a JSONL trace file back into a Trace of typed events (blank lines skipped)."""
+    """Read a JSONL trace file back into a Trace of typed events (blank lines skipped); raises TraceError,
+    naming the file and line, when it cannot be read or a line is not a JSON object."""
     t = Trace()
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                t.events.append(Event.from_dict(json.loads(line)))
+    try:
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below; opening is what may fail here
+    except OSError as exc:
+        raise TraceError(f"trace {path}: cannot read it ({exc.strerror or exc})") from exc
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise TraceError(f"trace {path}, line {lineno}: not a JSON line ({exc.msg}, column {exc.colno})"
+                                     ) from exc
+                if not isinstance(data, dict):
+                    raise TraceError(f"trace {path}, line {lineno}: a trace line is a JSON object (an event), "
+                                     f"not {type(data).__name__}")
+                try:
+                    t.events.append(Event.from_dict(data))
+                except (TypeError, ValueError) as exc:
+                    raise TraceError(f"trace {path}, line {lineno}: not an event this version reads ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"trace {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     return t
 
 

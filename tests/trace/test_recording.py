@@ -123,3 +123,22 @@ def test_every_event_type_has_a_class_and_round_trips():
                                 "step_end", "run_end", "internal_error"}
     f = Fetched(path="a.md", mode="files", status="fetched", chars=3, asked="./a.md", truncated=True, total_bytes=9)
     assert Fetched.from_dict(f.to_dict()) == f
+
+
+def test_a_trace_file_that_is_not_jsonl_is_a_trace_error_naming_file_and_line(tmp_path):
+    import pytest
+
+    from ladr_lab.errors import LadrError, TraceError
+    from ladr_lab.trace import load_trace
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text('{"type": "run_start", "seq": 0}\n\nnot json\n')
+    with pytest.raises(TraceError, match=r"garbage\.jsonl, line 3: not a JSON line"):
+        load_trace(bad)
+    bad.write_text('[1, 2]\n')
+    with pytest.raises(TraceError, match="line 1: a trace line is a JSON object"):
+        load_trace(bad)
+    bad.write_bytes(b'{"type": "run_start"}\n\xff\xfe\n')
+    with pytest.raises(TraceError, match="not UTF-8"):
+        load_trace(bad)
+    with pytest.raises(LadrError, match="nothing-here.jsonl: cannot read it"):
+        load_trace(tmp_path / "nothing-here.jsonl")
