@@ -82,10 +82,10 @@ def _compose(text: str) -> Any:
             event = self.peek_event()
             if isinstance(event, yaml.AliasEvent):
                 node = super().compose_node(parent, index)
-                return _Alias(node, event.anchor, event.start_mark, event.end_mark)
+                return _Alias(node, str(event.anchor), event.start_mark, event.end_mark)
             node = super().compose_node(parent, index)
-            if event.anchor is not None:
-                node.ladr_anchor = event.anchor
+            if event.anchor is not None and node is not None:
+                setattr(node, "ladr_anchor", event.anchor)  # noqa: B010 - PyYAML's Node declares no such slot
             return node
 
     loader = Composer(text)

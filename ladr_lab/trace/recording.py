@@ -201,7 +201,7 @@ def load_trace(path: str | Path) -> Trace:
     try:
         fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below; opening is what may fail here
     except OSError as exc:
-        raise TraceError(f"trace {path}: cannot read it ({exc.strerror or exc})") from exc
+        raise TraceError(f"cannot read trace {path}: {exc.strerror or exc}") from exc
     with fh:
         try:
             for lineno, line in enumerate(fh, 1):
