@@ -30,6 +30,17 @@ LIT_STYLE = {"fetched": "rgba(26,127,55,0.14)", "listed": "rgba(9,105,218,0.12)"
              "already_in_context": "rgba(110,119,129,0.15)", "left_out": "rgba(130,80,223,0.12)"}
 
 
+def _shown_path(path: Any) -> str:
+    """A folder's path as a notebook shows it: relative to the working directory when it lies under it (or
+    beside it, one `..` up), so a saved notebook does not carry the machine's absolute paths."""
+    import os
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:          # another drive (Windows)
+        return str(path)
+    return rel if Path(rel).parts.count("..") <= 1 else str(path)
+
+
 def _store_of(source: Any) -> tuple[SlateStore | None, Slate | None, Folder | None, Any]:
     """(store, slate, folder, ladder) of a SlateStore, Slate, Folder, Run or a directory path."""
     if isinstance(source, Folder):
@@ -203,7 +214,8 @@ class SlateView(View):
         declared = dict(f.spec.metatags)
         self.header.value = head_html(tag("b", f"{getattr(self._slate, 'title', '') + ' / ' if self._slate else ''}"
                                                f"{f.name}"),
-                                      note(f"  {f.path}  ·  {plural(len(self._stats), 'file')}, {fmt_bytes(total)}"
+                                      note(f"  {_shown_path(f.path)}  ·  {plural(len(self._stats), 'file')}, "
+                                           f"{fmt_bytes(total)}"
                                            + (f"  ·  metatags {json_text(declared, None)}" if declared else "")))
         self._show(self._start)
         if self._tree_files or self.tabs.selected_index == 1:

@@ -140,3 +140,15 @@ def test_the_header_counts_one_file_in_the_singular(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("x")
     assert "1 file," in SlateView(tmp_path).header.value
+
+
+def test_the_header_shows_the_folder_relative_to_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "work" / "slate" / "docs").mkdir(parents=True)
+    (tmp_path / "work" / "nb").mkdir()
+    (tmp_path / "far" / "away").mkdir(parents=True)
+    slate = tmp_path / "work" / "slate"
+    monkeypatch.chdir(tmp_path / "work" / "nb")             # a notebook's folder beside the slate
+    head = SlateView(slate).header.value
+    assert "../slate/docs" in head and str(tmp_path) not in head
+    monkeypatch.chdir(tmp_path / "far" / "away")             # far from it: the whole path
+    assert str(slate / "docs") in SlateView(slate).header.value
