@@ -40,6 +40,7 @@ from .errors import (
     ScriptExhausted,
     SlateError,
     SourceResolutionError,
+    TraceError,
 )
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (
@@ -98,6 +99,7 @@ __all__ = [
     "SlateStore",
     "SourceResolutionError",
     "Trace",
+    "TraceError",
     "WatchedLadder",
     "cost_report",
     "diff_prompts",

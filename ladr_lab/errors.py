@@ -5,6 +5,7 @@
     │   └── ConfigErrors                    several ConfigErrors reported at once
     ├── SlateError                          a slate operation failed (bad path, unreadable metatags)
     │   └── PathRefused                     a path would leave the slate folder, or is hidden
+    ├── TraceError                          a trace file cannot be read (missing, not JSONL)
     ├── ModelError                          a model could not answer
     │   └── ScriptExhausted                 a scripted model ran out of outputs for a key
     └── RunError                            the runtime could not continue a run
@@ -105,6 +106,10 @@ class PathRefused(SlateError):
     """A requested path is outside the slate folder, hidden, or otherwise not allowed."""
 
 
+class TraceError(LadrError):
+    """A trace file cannot be read: it is missing, or a line of it is not a JSON object."""
+
+
 class ModelError(LadrError):
     """A model could not produce a completion; `call` is the CallInfo of the failed call, when known."""
 
@@ -155,5 +160,5 @@ class SourceResolutionError(RunError):
 
 __all__ = [
     "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
-    "PathRefused", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
+    "PathRefused", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError", "TraceError",
 ]

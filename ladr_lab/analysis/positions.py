@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
-from ..errors import LadrError
 from ..trace import Event, LlmCall, StepStart, Trace, load_trace
 
 
@@ -69,12 +68,7 @@ def as_trace(trace: Trace | str | Path | Iterable[Any]) -> Trace:
     if isinstance(trace, Trace):
         return trace
     if isinstance(trace, (str, Path)):
-        try:
-            return load_trace(trace)
-        except OSError as exc:
-            raise LadrError(f"cannot read trace {trace}: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise LadrError(f"trace {trace} is not JSONL: {exc}") from None
+        return load_trace(trace)         # TraceError (a LadrError) names the file and the line
     t = Trace()
     for e in trace:
         t.events.append(e if isinstance(e, Event) else Event.from_dict(e))  # type: ignore[arg-type]

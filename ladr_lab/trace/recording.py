@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..display import Displayable
+from ..errors import TraceError
 from .events import Event, LlmCall, RunEnd, Write
 from .tables import TABLES, rows
 
@@ -52,7 +53,7 @@ class Trace(Displayable):
         self._sink: IO[str] | None = None
         if isinstance(sink, (str, Path)):
             Path(sink).parent.mkdir(parents=True, exist_ok=True)
-            self._sink = open(sink, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._sink = open(sink, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115 - closed by close(); a lone surrogate is written as its JSON escape
             self._own_sink = True
         elif sink is not None:
             self._sink = sink
@@ -151,7 +152,7 @@ class Trace(Displayable):
 
     def to_jsonl(self, path: str | Path) -> None:
         """Write every event to `path`, one JSON object a line."""
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             for e in self.events:
                 fh.write(_line(e))
 
@@ -194,12 +195,32 @@ def _line(event: Event) -> str:
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a JSONL trace file back into a Trace of typed events (blank lines skipped)."""
+    """Read a JSONL trace file back into a Trace of typed events (blank lines skipped); raises TraceError,
+    naming the file and line, when it cannot be read or a line is not a JSON object."""
     t = Trace()
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                t.events.append(Event.from_dict(json.loads(line)))
+    try:
+        fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below; opening is what may fail here
+    except OSError as exc:
+        raise TraceError(f"cannot read trace {path}: {exc.strerror or exc}") from exc
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise TraceError(f"trace {path}, line {lineno}: not a JSON line ({exc.msg}, column {exc.colno})"
+                                     ) from exc
+                if not isinstance(data, dict):
+                    raise TraceError(f"trace {path}, line {lineno}: a trace line is a JSON object (an event), "
+                                     f"not {type(data).__name__}")
+                try:
+                    t.events.append(Event.from_dict(data))
+                except (TypeError, ValueError) as exc:
+                    raise TraceError(f"trace {path}, line {lineno}: not an event this version reads ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"trace {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     return t
 
 

@@ -492,6 +492,7 @@ class StepOutline:
     nodes: dict[int, NodeOutline] = field(default_factory=dict)
     end: StepStory | None = None
     first_seq: int | None = None
+    run_end: EndStory | None = None        # the run ended while this step had not (an error, a budget)
 
     @property
     def key(self) -> tuple:
@@ -528,6 +529,9 @@ class StepOutline:
             e = self.end.event
             assert isinstance(e, StepEnd)
             head += f"; {e.survivors} of {e.nodes} survived" + (f", jump → {e.jump}" if e.jump else "")
+        elif self.run_end is not None:
+            status = self.run_end.event.status
+            head += "; ended by the run's error" if status == "error" else f"; ended with the run ({status})"
         else:
             head += "; running"
         return head
@@ -600,8 +604,14 @@ class Outline:
         story = describe(e)
         if isinstance(story, StartStory) and not e.depth:
             self.start = story
-        elif isinstance(story, EndStory) and not e.depth:
-            self.end = story
+        elif isinstance(story, EndStory):
+            if not e.depth:
+                self.end = story
+            # the steps this run (or child run) left unfinished ended with it: they are not running any more
+            caller = tuple(e.caller)
+            for block in self.steps:
+                if block.end is None and block.run_end is None and (not e.depth or block.caller[:len(caller)] == caller):
+                    block.run_end = story
         return None, story
 
     def totals(self) -> dict[str, Any]:

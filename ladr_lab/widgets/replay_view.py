@@ -89,8 +89,10 @@ class ReplayView(View):
             where = f"step {d.get('step')} node {d.get('node')} round {d.get('round')}" + \
                 (f" iteration {d['iteration']}" if d.get("iteration", 1) != 1 else "")
             live = f"; {res.live_calls} call(s) answered live" if res.live_calls else ""
+            # the error message ends with the same diff shown below: keep only what it says before it
+            error = res.error.split("; recorded → now:", 1)[0] if res.error and d.get("diff") else res.error
             text = concat(badge(res.status), " ", tag("b", f"diverged at {where}"), live,
-                          tag("div", res.error, style="color: #cf222e") if res.error and not res.live_calls else None,
+                          tag("div", error, style="color: #cf222e") if error and not res.live_calls else None,
                           tag("div", note("recorded → now, in the " + str(d.get("role") or "") + " message:")),
                           pre(d.get("diff") or "", 8000))
         self.status.value = str(text)

@@ -7,7 +7,8 @@ its metaschema (each error at the line of the offending part), checked for keywo
 again with `rejudge` (no model call). Each flip is listed with the deciding keyword and its schema and instance
 paths, and what it would change downstream. Lint's findings for the step are shown for the edited ladder.
 `apply()` returns the edited Ladder (its YAML rewritten in place, see `analysis/rewrite.py`) and `to_yaml()`
-its text.
+its text; the Apply button warns when the edit also changes other steps (a schema shared through a YAML
+anchor) or when the ladder had to be written out again, losing its comments (`editor.rewrite.warnings`).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any
 from ..analysis import Evaluation, lint, load_evaluation, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
-from ..analysis.rewrite import TEST_KEYS, replace_schema, schema_text, to_yaml_text
+from ..analysis.rewrite import TEST_KEYS, SchemaRewrite, rewrite_schema, schema_text, to_yaml_text
 from ..config import Ladder, load_ladder
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
@@ -98,12 +99,14 @@ class RequestMatchEditor(View):
         self._lock = threading.Lock()
         self._updating = threading.Lock()    # one re-judge at a time (a timer thread and the kernel's may both ask)
         self._cache: dict[str, list[dict]] = {}
+        self._built: tuple[tuple[str, str], SchemaRewrite | ConfigError] | None = None  # the edited text's ladder
         self.schema: dict | None = dict(self.original)
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self.rows: list[dict] = []
         self.findings: list = []
         self.applied: Ladder | None = None
+        self.rewrite: SchemaRewrite | None = None   # the last apply's: the other steps it changed, comments lost
         self.format = w.ToggleButtons(options=["YAML", "JSON"], value="JSON" if format.lower() == "json" else "YAML",
                                       style={"button_width": "5em"})
         self.text = w.Textarea(value=self.original_text if self.format.value == "YAML" else
@@ -260,7 +263,12 @@ class RequestMatchEditor(View):
         key = json.dumps(self.schema, sort_keys=True, default=str)
         rows = self._cache.get(key)
         if rows is None:             # an edit undone, or a comment typed, is judged already
-            edits = Edits({self.step: {self.test: self.schema}})
+            # the edited ladder lets a flip say what it would do (what a round would fetch, which gate branch);
+            # when it does not load, the schema alone still re-judges the verdicts
+            try:
+                edits = Edits(self._edited())
+            except ConfigError:
+                edits = Edits({self.step: {self.test: self.schema}})
             rows = []
             for label, trace in self.traces:
                 for r in rejudge_rows(trace, edits, step=self.step, slates=self.slates):
@@ -314,9 +322,25 @@ class RequestMatchEditor(View):
                        style="border-left: 3px solid #cf222e; padding: 1px 6px; margin: 3px 0"))
 
     def _edited(self) -> Ladder:
+        """The edited ladder of the text now in the box."""
+        return self._rewrite().ladder
+
+    def _rewrite(self) -> SchemaRewrite:
+        """The edit written into the ladder, built once per text (re-judging, lint and apply all ask)."""
         assert self.schema is not None
-        text = self.text.value if self.format.value == "YAML" else None
-        return replace_schema(self.ladder, self.step, self.schema, self.test, text=text)
+        key = (self.format.value, self.text.value)
+        if self._built is None or self._built[0] != key:
+            text = self.text.value if self.format.value == "YAML" else None
+            try:
+                built: SchemaRewrite | ConfigError = rewrite_schema(self.ladder, self.step, self.schema, self.test,
+                                                                    text=text)
+            except ConfigError as exc:
+                built = exc
+            self._built = (key, built)
+        built = self._built[1]
+        if isinstance(built, ConfigError):
+            raise built
+        return built
 
     def _lint(self) -> None:
         try:
@@ -348,7 +372,8 @@ class RequestMatchEditor(View):
         if self.schema is None:
             raise ConfigError(f"the edited {self.test} has errors: " + "; ".join(self.errors), step_id=self.step,
                               rule="invalid-schema")
-        self.applied = self._edited()
+        self.rewrite = self._rewrite()
+        self.applied = self.rewrite.ladder
         return self.applied
 
     def to_yaml(self) -> str:
@@ -366,8 +391,11 @@ class RequestMatchEditor(View):
         except ConfigError as exc:
             self.message.value = str(tag("div", str(exc), style="color: #cf222e"))
             return
+        warnings = self.rewrite.warnings if self.rewrite is not None else []
         self.message.value = str(concat(badge("ok"), f" applied: editor.applied is the edited ladder {edited.name}"
-                                                     f" ({plural(len(self.flips), 'flip')} against the recorded runs)"))
+                                                     f" ({plural(len(self.flips), 'flip')} against the recorded runs)",
+                                        *(tag("div", "⚠ ", w, cls="ladr-apply-warning", style="color: #bc4c00")
+                                          for w in warnings)))
 
     def _export_clicked(self) -> None:
         try:

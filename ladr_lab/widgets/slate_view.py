@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..display import Html, badge, concat, fmt_bytes, join, json_text, note, plural, pre, root, table, tag
+from ..errors import SlateError
 from ..slate import Folder, Slate, SlateStore
 from ..slate.html import DIR_ENTRIES, file_rows
 from ..trace import LlmCall, Trace, Write
@@ -22,8 +23,22 @@ __all__ = ["SlateView"]
 
 PREVIEW_CHARS = 20_000
 NOWRAP = "white-space:nowrap"
+# a file fetched (or written) in a round stays lit so, even when a later request of the same round lists it again
+# (then it is "already_in_context")
+STRONG_STATUS = ("written", "fetched")
 LIT_STYLE = {"fetched": "rgba(26,127,55,0.14)", "listed": "rgba(9,105,218,0.12)", "written": "rgba(26,127,55,0.22)",
              "already_in_context": "rgba(110,119,129,0.15)", "left_out": "rgba(130,80,223,0.12)"}
+
+
+def _shown_path(path: Any) -> str:
+    """A folder's path as a notebook shows it: relative to the working directory when it lies under it (or
+    beside it, one `..` up), so a saved notebook does not carry the machine's absolute paths."""
+    import os
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:          # another drive (Windows)
+        return str(path)
+    return rel if Path(rel).parts.count("..") <= 1 else str(path)
 
 
 def _store_of(source: Any) -> tuple[SlateStore | None, Slate | None, Folder | None, Any]:
@@ -38,8 +53,12 @@ def _store_of(source: Any) -> tuple[SlateStore | None, Slate | None, Folder | No
     if isinstance(store, SlateStore):
         return store, None, None, getattr(source, "ladder", None)
     if isinstance(source, (str, Path)):
-        store = SlateStore()
         path = Path(source)
+        if not path.is_dir():
+            # a slate folder is a directory: a typo or a file would otherwise show as an empty view
+            raise SlateError(f"SlateView: {path} is {'a file, not' if path.exists() else 'not'} a directory"
+                             + ("" if path.exists() else " (no such folder)"))
+        store = SlateStore()
         store.bind(path.name or "slate", path)
         return store, None, None, None
     raise TypeError(f"SlateView shows a SlateStore, Slate, Folder, Run or directory, not {type(source).__name__}")
@@ -195,7 +214,8 @@ class SlateView(View):
         declared = dict(f.spec.metatags)
         self.header.value = head_html(tag("b", f"{getattr(self._slate, 'title', '') + ' / ' if self._slate else ''}"
                                                f"{f.name}"),
-                                      note(f"  {f.path}  ·  {len(self._stats):,} files, {fmt_bytes(total)}"
+                                      note(f"  {_shown_path(f.path)}  ·  {plural(len(self._stats), 'file')}, "
+                                           f"{fmt_bytes(total)}"
                                            + (f"  ·  metatags {json_text(declared, None)}" if declared else "")))
         self._show(self._start)
         if self._tree_files or self.tabs.selected_index == 1:
@@ -310,7 +330,10 @@ class SlateView(View):
         assert isinstance(story, RoundStory)
         self.lit_round = story
         self._follow_folder(story.step)
-        self.lit = {r.path: r.status for r in story.fetched if r.mode != "subfolders"}
+        self.lit = {}
+        for r in story.fetched:
+            if r.mode != "subfolders" and not (self.lit.get(r.path) in STRONG_STATUS and r.status not in STRONG_STATUS):
+                self.lit[r.path] = r.status
         self._render_lit(story.label, story.fetched)
         self._page_to_lit()
         self._redraw_lit()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..display import badge, concat, note, tag
+from ..display import badge, concat, note, plural, tag
 from ..trace import Event, Trace, load_trace
 from ..trace.html import (
     gate_html,
@@ -223,7 +223,7 @@ class TraceView(View):
             bits += [badge(o.end.event.status), " "]
         elif o.start is not None:
             bits += [badge("running"), " "]
-        bits.append(f"{t['rounds']:,} rounds, {t['tokens_in']:,} tokens in, {t['tokens_out']:,} out"
+        bits.append(f"{plural(t['rounds'], 'round')}, {t['tokens_in']:,} tokens in, {t['tokens_out']:,} out"
                     + (f", ${t['cost']:.4f}" if t["cost"] else "")
                     + f"; {t['written']} write(s) made, {t['skipped']} skipped")
         if o.end is not None and o.end.event.error:
@@ -245,6 +245,10 @@ class TraceView(View):
                     self.steps.append(block, follow=self.follow)
             else:
                 row.update(story)
+        if e.type == "run_end":     # steps the run left unfinished now say how they ended
+            for row in self._rows.values():
+                if row.block.end is None:
+                    row.fold.head.value = row._head()
         if block is None or e.type in ("llm_call", "step_end"):
             self._refresh_header()
 

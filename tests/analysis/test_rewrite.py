@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladr_lab.analysis.rewrite import replace_schema, schema_text, to_yaml_text
+from ladr_lab.analysis.rewrite import replace_schema, rewrite_schema, schema_text, to_yaml_text
 from ladr_lab.config import load_ladder_text
 from ladr_lab.errors import ConfigError, ConfigErrors
 
@@ -117,3 +117,56 @@ def test_any_schema_round_trips_through_the_text(schema, form):
     new = replace_schema(lad, "r", schema, text=text)
     assert new.step("r").retrieve.request_match == schema
     assert new.step("g").gate.json_matches == lad.step("g").gate.json_matches and "# keep me" in new.text
+
+
+ANCHORED = HEAD + """  - id: a
+    retrieve:
+      to: {slate: K, folder: docs}
+      as: D
+      maxRounds: 1  # keep it small
+      requestMatch: &rm
+        type: object
+        required: [request]
+  - id: b
+    retrieve: {to: {slate: K, folder: docs}, as: D, maxRounds: 1, requestMatch: *rm}
+  - id: c
+    retrieve: {to: {slate: K, folder: docs}, as: D, maxRounds: 1, requestMatch: {type: object}}
+"""
+EDITED = {"type": "object", "required": ["request"], "additionalProperties": False}
+
+
+def test_editing_an_anchored_schema_keeps_the_anchor_and_names_the_steps_it_changes():
+    lad = load_ladder_text(ANCHORED)
+    text = schema_text(lad, "a")
+    assert not text.startswith("&")                       # the anchor is not part of the schema shown
+    for source in (text + "\nadditionalProperties: false", None):
+        r = rewrite_schema(lad, "a", EDITED, text=source)
+        assert r.anchor == "rm" and r.shared_with == ("b",) and not r.unshared and not r.rewritten
+        assert r.ladder.step("b").retrieve.request_match == EDITED       # b names the same node
+        assert "# keep it small" in r.ladder.text and "requestMatch: *rm" in r.ladder.text
+        assert len(r.warnings) == 1 and '"b"' in r.warnings[0] and "changes" in r.warnings[0]
+
+
+def test_editing_an_alias_gives_the_step_its_own_copy_in_place():
+    lad = load_ladder_text(ANCHORED)
+    r = rewrite_schema(lad, "b", EDITED, text=schema_text(lad, "b") + "\nadditionalProperties: false")
+    assert r.anchor == "rm" and r.shared_with == ("a",) and r.unshared and not r.rewritten
+    assert r.ladder.step("a").retrieve.request_match == {"type": "object", "required": ["request"]}
+    assert r.ladder.step("b").retrieve.request_match == EDITED
+    assert "# keep it small" in r.ladder.text and "# keep me" in r.ladder.text    # comments kept
+    assert '"a"' in r.warnings[0] and "own copy" in r.warnings[0]
+    assert replace_schema(lad, "b", EDITED).text == rewrite_schema(lad, "b", EDITED).ladder.text
+
+
+def test_a_schema_shared_by_nobody_reports_nothing():
+    lad = load_ladder_text(ANCHORED)
+    r = rewrite_schema(lad, "c", EDITED)
+    assert r.anchor is None and r.shared_with == () and r.warnings == []
+
+
+def test_a_whole_document_rewrite_says_its_comments_are_lost(monkeypatch):
+    from ladr_lab.analysis import rewrite
+    monkeypatch.setattr(rewrite, "_splice", lambda *a, **k: None)     # a document the splice cannot handle
+    r = rewrite_schema(load_ladder_text(BLOCK), "r", {"type": "object"})
+    assert r.rewritten and "# keep me" not in r.ladder.text
+    assert any("comments" in w for w in r.warnings)

@@ -135,3 +135,22 @@ def test_a_lone_surrogate_in_a_model_output_reaches_the_trace_file_and_ends_no_r
     assert run.run().status == "completed"
     calls = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [c["output"] for c in calls if c["type"] == "llm_call"][0] == output   # the same text, read back
+
+
+def test_a_trace_file_that_is_not_jsonl_is_a_trace_error_naming_file_and_line(tmp_path):
+    import pytest
+
+    from ladr_lab.errors import LadrError, TraceError
+    from ladr_lab.trace import load_trace
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text('{"type": "run_start", "seq": 0}\n\nnot json\n')
+    with pytest.raises(TraceError, match=r"garbage\.jsonl, line 3: not a JSON line"):
+        load_trace(bad)
+    bad.write_text('[1, 2]\n')
+    with pytest.raises(TraceError, match="line 1: a trace line is a JSON object"):
+        load_trace(bad)
+    bad.write_bytes(b'{"type": "run_start"}\n\xff\xfe\n')
+    with pytest.raises(TraceError, match="not UTF-8"):
+        load_trace(bad)
+    with pytest.raises(LadrError, match="cannot read trace .*nothing-here.jsonl"):
+        load_trace(tmp_path / "nothing-here.jsonl")

@@ -134,3 +134,28 @@ def test_an_error_while_handling_an_output_is_printed(ladder, slates):
               tracer=RoundPrinter(out))
     run.run()
     assert "→ retrieval" in out.getvalue() and "■ completed" in out.getvalue()
+
+
+def _failing_run(ladder, slates) -> Run:
+    """RETRIEVE_GATE_WRITE whose second model call raises: the run ends with an error inside the step."""
+    from tests.helpers_display import RETRIEVE_GATE_WRITE
+    calls = []
+
+    def model(messages, **hints):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("rate limited")
+        return '{"request": {"files": ["core.md"]}}'
+    return Run(ladder(RETRIEVE_GATE_WRITE), model=ScriptedModel(model), slates=slates, input="q")
+
+
+def test_a_step_the_run_ended_by_its_error_does_not_say_running(ladder, slates):
+    run = _failing_run(ladder, slates)
+    assert run.run().status == "error"
+    (block,) = Outline.of(run.trace.events).steps
+    assert block.end is None and "running" not in block.headline()
+    assert block.headline().endswith("ended by the run's error")
+    live = Outline()
+    for e in run.trace.events[:-1]:                     # before the run's end, the step is running
+        live.add(e)
+    assert live.steps[0].headline().endswith("; running")

@@ -29,6 +29,8 @@ def test_an_edited_ladder_diverges_and_the_view_says_where(ladder, slates, tmp_p
     run = rv.replay()
     assert run is not None and run.status == "error" and rv.divergence["step"] == "research"
     assert "diverged at step research node 1 round 1" in rv.status.value and "Query" in rv.status.value
+    assert rv.status.value.count("+Query") == 1                # the diff is shown once, not in the error too
+    assert "ReplayDivergence" in rv.status.value
     rv.then.value = "offline"                   # mixed replay: go on live from the divergence
     run = rv.replay()
     assert run.status == "completed" and run.result.live_calls >= 1 and "answered live" in rv.status.value

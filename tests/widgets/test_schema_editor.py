@@ -168,3 +168,58 @@ def test_set_text_judges_at_once_and_an_undone_edit_is_not_judged_again(recorded
     ed.set_text(ed.original_text)
     ed.set_text("type: object\nrequired: [answer]   # a comment changes nothing")
     assert ed.rows is first
+
+
+def test_a_flip_says_what_it_would_do_with_the_edited_ladder(slates, tmp_path):
+    # a strict schema made the round's output the final answer; relaxing it makes that output a request, and
+    # the flip names what the request would fetch (not "unknown: the edited ladder is needed")
+    strict = LADDER.replace("        required: [request]\n", "        required: [request]\n        additionalProperties: false\n")
+    path = tmp_path / "strict.yaml"
+    path.write_text(strict)
+    lad = ladr_lab.load_ladder(path)
+    run = ladr_lab.Run(lad, model=ScriptedModel({"research": ['{"request": {"files": ["core.md"]}, "why": 1}']}),
+                       slates={"Knowledge": slates["Knowledge"]})
+    run.run()
+    ed = RequestMatchEditor(lad, "research", trace=run, slates={"Knowledge": slates["Knowledge"]})
+    ed.set_text(ed.text.value.replace("additionalProperties: false\n", ""))
+    (flip,) = ed.flips
+    assert not flip["old"] and flip["new"]
+    assert "unknown" not in flip["effect"].split(";")[0] and "core.md" in flip["effect"]
+    assert "core.md" in ed.flips_html.value
+
+
+def test_the_edited_ladder_is_built_once_per_text(recorded, monkeypatch):
+    lad, runs = recorded
+    from ladr_lab.widgets import schema_editor
+    calls = []
+    real = schema_editor.rewrite_schema
+    monkeypatch.setattr(schema_editor, "rewrite_schema", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ed = RequestMatchEditor(lad, "research", trace=runs)
+    ed.set_text(ed.text.value + "\nminProperties: 1")
+    assert len(calls) == 2          # the first text and the edited one: re-judging and lint share each build
+
+
+def test_apply_warns_when_the_schema_is_shared_through_an_anchor(ladder):
+    lad = ladder("""
+        - id: a
+          retrieve:
+            to: {slate: Knowledge, folder: docs}
+            as: D
+            maxRounds: 1
+            requestMatch: &rm
+              type: object
+              required: [request]
+        - id: b
+          retrieve: {to: {slate: Knowledge, folder: docs}, as: D, maxRounds: 1, requestMatch: *rm}
+        """)
+    ed = RequestMatchEditor(lad, "a")
+    ed.set_text(ed.text.value + "\nminProperties: 1")
+    ed.apply_button.click()
+    assert ed.applied.step("b").retrieve.request_match["minProperties"] == 1
+    import html
+    assert "ladr-apply-warning" in ed.message.value and 'step "b"' in html.unescape(ed.message.value)
+    assert ed.rewrite.shared_with == ("b",)
+    ed_b = RequestMatchEditor(lad, "b")
+    ed_b.set_text(ed_b.text.value + "\nminProperties: 1")
+    ed_b.apply_button.click()
+    assert "own copy" in ed_b.message.value and "minProperties" not in ed_b.applied.step("a").retrieve.request_match

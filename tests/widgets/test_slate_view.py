@@ -108,3 +108,47 @@ def test_lighting_turns_to_the_page_of_the_lit_files(tmp_path):
     sv = SlateView(tmp_path, page=20)
     sv.light(call)
     assert "41–60 of 60" in sv.page_label.value and "fetched" in sv.table.value
+
+
+def test_a_file_fetched_and_listed_again_in_one_round_stays_fetched(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("x")
+    from ladr_lab.trace import Fetched, LlmCall
+    call = LlmCall(step="s", node=1, round=1, iteration=1, messages=[], output="", forced_final=False,
+                   request_match="retrieval", model="m",
+                   fetched=(Fetched(path="a.md", mode="files", status="fetched", chars=1),
+                            Fetched(path="a.md", mode="glob", status="already_in_context", chars=0),
+                            Fetched(path="b.md", mode="glob", status="already_in_context", chars=0),
+                            Fetched(path="b.md", mode="files", status="fetched", chars=1)))
+    sv = SlateView(tmp_path)
+    sv.light(call)
+    assert sv.lit == {"a.md": "fetched", "b.md": "fetched"}
+
+
+def test_a_path_that_is_not_a_folder_is_refused_by_name(tmp_path):
+    from ladr_lab.errors import SlateError
+    missing = tmp_path / "does-not-exist"
+    with pytest.raises(SlateError, match="does-not-exist.*not a directory"):
+        SlateView(missing)
+    afile = tmp_path / "f.md"
+    afile.write_text("x")
+    with pytest.raises(SlateError, match="f.md is a file"):
+        SlateView(str(afile))
+
+
+def test_the_header_counts_one_file_in_the_singular(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("x")
+    assert "1 file," in SlateView(tmp_path).header.value
+
+
+def test_the_header_shows_the_folder_relative_to_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "work" / "slate" / "docs").mkdir(parents=True)
+    (tmp_path / "work" / "nb").mkdir()
+    (tmp_path / "far" / "away").mkdir(parents=True)
+    slate = tmp_path / "work" / "slate"
+    monkeypatch.chdir(tmp_path / "work" / "nb")             # a notebook's folder beside the slate
+    head = SlateView(slate).header.value
+    assert "../slate/docs" in head and str(tmp_path) not in head
+    monkeypatch.chdir(tmp_path / "far" / "away")             # far from it: the whole path
+    assert str(slate / "docs") in SlateView(slate).header.value

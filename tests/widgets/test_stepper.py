@@ -126,3 +126,21 @@ def test_the_slate_tab_reads_its_listing_when_first_opened(ladder, slates):
     assert s.slate_view.lit["core.md"] == "fetched"                        # but the round's files are known
     s.tabs.selected_index = 1
     assert s.slate_view.loaded and "core.md" in s.slate_view.table.value and "fetched" in s.slate_view.table.value
+
+
+def test_a_callable_that_answers_prompts_is_not_called_as_a_factory(ladder, slates):
+    # `lambda messages, **h: ...` needs an argument: it goes to Run as given, which says what it accepts
+    from ladr_lab.errors import LadrError
+    with pytest.raises(LadrError, match="not a model name or Model"):
+        Stepper(ladder("- id: a\n"), input="q", model=lambda messages, **h: "hi", slates=slates)
+    made = []
+    s = Stepper(ladder("- id: a\n"), input="q", slates=slates,
+                model=lambda seed=0: made.append(seed) or ScriptedModel(lambda m, **h: "hi"))
+    assert made == [0] and s.run.model is not None
+
+
+def test_the_end_text_separates_the_count_from_the_output(ladder, slates):
+    s = _stepper(ladder, slates)
+    s.run_all()
+    value = s.pending_box.children[0].value
+    assert "model calls<div><b>output</b></div>" in value      # the label on its own line, not "callsoutput"

@@ -106,3 +106,22 @@ def test_set_source_shows_another_run(ladder, slates):
     assert tv.outline.totals()["rounds"] == 0 and tv.steps.items == []
     b.step()
     assert tv.outline.totals()["rounds"] == 1
+
+
+def test_a_step_left_unfinished_by_the_runs_error_says_so_live(ladder, slates):
+    from tests.trace.test_story import _failing_run
+    run = _failing_run(ladder, slates)
+    tv = TraceView(run, follow=True)
+    run.run()
+    head = tv.step_fold("research").head.value
+    assert "ended by the run&#x27;s error" in head or "ended by the run's error" in head
+    assert "running" not in head and "1 round," in tv.header.value       # "1 round", not "1 rounds"
+    assert "ended by the run" in TraceView(run.trace).step_fold("research").head.value
+
+
+def test_a_malformed_trace_file_is_a_clear_error(tmp_path):
+    from ladr_lab.errors import TraceError
+    bad = tmp_path / "garbage.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(TraceError, match="garbage.jsonl, line 1"):
+        TraceView(bad)
