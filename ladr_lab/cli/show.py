@@ -22,6 +22,8 @@ def cmd_show(a) -> int:
         if a.step and getattr(e, "step", None) != a.step and not isinstance(e, RunEnd):
             continue
         printer(e)
+    if trace.torn_line is not None:
+        print(f"(line {trace.torn_line}, the last, was cut mid-write and is skipped)")
     if not any(isinstance(e, RunEnd) for e in trace.events):
         print("(the trace has no run_end: the run was cut short)")
     return 0

@@ -45,6 +45,7 @@ class Trace(Displayable):
     def __init__(self, sink: str | Path | IO[str] | None = None, listeners: Iterable[Listener] = ()) -> None:
         self.events: list[Event] = []
         self.listener_errors: list[ListenerFailure] = []
+        self.torn_line: int | None = None   # load_trace: the number of a last line cut mid-write (skipped)
         self._t0 = time.perf_counter()
         self._lock = threading.Lock()
         self._listeners: list[Listener] = list(listeners)
@@ -196,7 +197,8 @@ def _line(event: Event) -> str:
 
 def load_trace(path: str | Path) -> Trace:
     """Read a JSONL trace file back into a Trace of typed events (blank lines skipped); raises TraceError,
-    naming the file and line, when it cannot be read or a line is not a JSON object."""
+    naming the file and line, when it cannot be read or a line is not a JSON object. A last line cut mid-write
+    (no newline, not JSON: the run was killed) is skipped and its number kept in `trace.torn_line`."""
     t = Trace()
     try:
         fh = open(path, encoding="utf-8")  # noqa: SIM115 - closed below; opening is what may fail here
@@ -210,6 +212,11 @@ def load_trace(path: str | Path) -> Trace:
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
+                    if not line.endswith("\n") and t.events:
+                        # the last line, without its newline: a run killed while writing it; the events before it
+                        # are whole (each is one write of one line), so they are kept and the torn one is said
+                        t.torn_line = lineno
+                        break
                     raise TraceError(f"trace {path}, line {lineno}: not a JSON line ({exc.msg}, column {exc.colno})"
                                      ) from exc
                 if not isinstance(data, dict):

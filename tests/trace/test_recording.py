@@ -154,3 +154,30 @@ def test_a_trace_file_that_is_not_jsonl_is_a_trace_error_naming_file_and_line(tm
         load_trace(bad)
     with pytest.raises(LadrError, match="cannot read trace .*nothing-here.jsonl"):
         load_trace(tmp_path / "nothing-here.jsonl")
+
+
+def test_a_last_line_cut_mid_write_is_skipped_and_said_the_rest_is_read(tmp_path) -> None:
+    from ladr_lab import load_ladder_text
+    from ladr_lab.errors import TraceError
+    from ladr_lab.trace import load_trace
+    ladder = load_ladder_text("name: s\nsteps:\n  - id: a\n    systemPrompt: answer\n")
+    whole = tmp_path / "whole.jsonl"
+    Run(ladder, model=ScriptedModel({"a": ["done"]}), input="q", trace_out=whole).run()
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(lines[:3]) + lines[3][:40], encoding="utf-8")     # killed while writing line 4
+    t = load_trace(cut)
+    assert len(t.events) == 3 and t.torn_line == 4
+    assert load_trace(whole).torn_line is None
+    # a bad line anywhere else, or a last line that ends with its newline, is still an error
+    cut.write_text("".join(lines[:3]) + lines[3][:40] + "\n", encoding="utf-8")
+    with pytest.raises(TraceError, match="line 4"):
+        load_trace(cut)
+    from ladr_lab.cli import main
+    cut.write_text("".join(lines[:3]) + lines[3][:40], encoding="utf-8")
+    import contextlib
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["show", str(cut)]) == 0
+    assert "(line 4, the last, was cut mid-write and is skipped)" in out.getvalue()
+    assert "the run was cut short" in out.getvalue()
