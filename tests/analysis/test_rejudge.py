@@ -117,6 +117,26 @@ def test_gate_flips_report_the_branch_action(ladder, slates):
     assert [r["kind"] for r in rows] == ["gate"] and rows[0]["effect_kind"] == "unknown"
 
 
+def test_a_gate_flip_between_two_write_branches_says_which_write_would_happen_instead(ladder, slates):
+    writes = """  if:
+    jsonMatches: { type: object, required: [ok], properties: { ok: { minimum: %s } } }
+    then: { write: { to: { slate: Memory, folder: facts, file: core.md }, from: output, "on": append } }
+    else: { write: { to: { slate: Memory, folder: registry, file: no.md }, from: output, "on": append } }
+"""
+    run = recorded(ladder, slates, ['{"ok": 4}'], extra=writes % 4)
+    assert [(w.target, w.branch) for w in run.trace.writes()] == [("Memory/facts/core.md", "then")]
+    rows = rejudge_rows(run.trace, build(ladder, extra=writes % 5))
+    gate = next(r for r in rows if r["kind"] == "gate")
+    assert gate["flipped"] and gate["changed"] and gate["effect_kind"] == "write"
+    assert "write to Memory/registry/no.md" in gate["effect"] and "recorded: then" in gate["effect"]
+    assert "Memory/facts/core.md" in gate["effect"]
+    # both branches writing the same thing: a flip, but no different outcome
+    same = writes.replace("registry, file: no.md", "facts, file: core.md")
+    rows = rejudge_rows(run.trace, build(ladder, extra=same % 5))
+    gate = next(r for r in rows if r["kind"] == "gate")
+    assert gate["flipped"] and not gate["changed"] and gate["effect_kind"] == "none"
+
+
 def test_slate_write_flips_say_whether_the_write_would_be_made(ladder, slates):
     write = """  slateWrite:
     to: { slate: Memory, folder: facts, file: core.md }
