@@ -330,10 +330,13 @@ class _Rejudge:
                 continue
             after = self.after(item.where)
             row["after_flip"] = after
-            if after is not None and row["changed"]:
-                row.update(effect_kind=UNKNOWN, effect=f"after the flip at #{after}, what happens here is unknown")
             if row["changed"]:
                 self.note_change(item.where, item.event.seq)
+            if after is not None:
+                # the run might never get here, or judge another output here: no verdict is definite
+                row.update(new=None, flipped=False, changed=False, keyword=None, schema_path=None,
+                           instance_path=None, message=None, new_reason=None, fetch=None, effect_kind=UNKNOWN,
+                           effect=f"after the flip at #{after}, whether and how this is judged is unknown")
             if step is None or item.where.step == step:
                 rows.append(row)
         return rows
@@ -362,8 +365,8 @@ def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *,
     return pd.DataFrame(rejudge_rows(trace, ladder, step=step, slates=slates, detail=detail), columns=list(COLUMNS))
 
 
-def _mark(v: bool | None) -> str:
-    return {True: "match", False: "no", None: "-"}[v]
+def _mark(v: bool | None, unknown: bool = False) -> str:
+    return "?" if unknown and v is None else {True: "match", False: "no", None: "-"}[v]
 
 
 def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
@@ -383,7 +386,7 @@ def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
             where = r["caller"] + " > " + where
         old = "forced" if r["forced"] else _mark(r["old"])
         mark = "⇄" if r["flipped"] else " "
-        lines.append(f"{r['seq']:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new']):<5}{mark} "
+        lines.append(f"{r['seq']:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new'], r['after_flip'] is not None):<5}{mark} "
                      + (f"{r['keyword']} at {r['schema_path'] or '/'} (instance {r['instance_path'] or '/'})"
                         if r["keyword"] else "")
                      + (f" [after the flip at #{r['after_flip']}]" if r["after_flip"] is not None else ""))

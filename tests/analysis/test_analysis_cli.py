@@ -62,6 +62,12 @@ def test_trace_rejudge_table_json_and_exit_codes(traces, edited):
     assert p.returncode == 1, p.stderr        # a verdict flipped
     assert "1 flipped" in p.stdout and "maxItems at /properties/request/properties/files" in p.stdout
     assert "the step would end at round 1" in p.stdout
+    # the rounds after the flip would never happen: their new verdict is unknown, in the table and in JSON
+    later = [ln for ln in p.stdout.splitlines() if "r2" in ln.split("requestMatch")[0]]
+    assert later and all("→ ?" in ln for ln in later)
+    after = [r for r in json.loads(cli("trace", "rejudge", traces["a"], "--ladder", edited, "--json").stdout)
+             if r["after_flip"] is not None]
+    assert after and all(r["new"] is None and r["effect_kind"] == "unknown" for r in after)
     j = cli("trace", "rejudge", traces["a"], "--ladder", RESEARCH, "--json")
     rows = json.loads(j.stdout)
     assert j.returncode == 0 and rows and not any(r["flipped"] for r in rows)
