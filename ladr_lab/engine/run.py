@@ -29,10 +29,10 @@ from ..errors import (
     RunError,
     SourceResolutionError,
 )
-from ..models import Completion, Model, get_model
+from ..models import Completion, Model, ReplayModel, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
-from ..trace import Events, InternalError, RunEnd, RunStart, Trace
+from ..trace import Events, InternalError, LlmCall, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
 from .context import Executor, Ledger
 from .knowledge import KnowledgeSource
@@ -246,7 +246,15 @@ class Run(Displayable):
                          error_step=self.error_step, error_node=info.get("node"), error_path=path,
                          error_where=self.ladder.where(tuple(path)) if path else None,
                          divergence=getattr(self.model, "divergence", None),
-                         live_calls=getattr(self.model, "live_calls", None))
+                         live_calls=self._live_calls())
+
+    def _live_calls(self) -> int | None:
+        """A replay's calls not answered from the recording (None when the run is no replay): every call
+        answered by another model counts, a hand-typed answer (a fork) does not."""
+        if not isinstance(self.model, ReplayModel):
+            return getattr(self.model, "live_calls", None)
+        return sum(1 for e in self.trace.events
+                   if isinstance(e, LlmCall) and e.provenance not in ("recorded", "edited") and e.error is None)
 
     def __repr__(self) -> str:
         nxt = ""

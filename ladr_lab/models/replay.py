@@ -14,6 +14,9 @@ retrieval that fetched something else, a call the recording does not have):
 - mixed replay, `ReplayModel(path, then=MODEL)` (command line: `--model replay:PATH --then MODEL`),
   answers that call and every later one with the live model instead.
 
+A replay answers every step of the run, also a step that declares its own `model:` (the engine's
+`Executor.model_for`); `Run.result.live_calls` counts the calls answered by any other model.
+
 `divergence` holds the first divergence as a dict `{step, node, round, iteration, occurrence,
 message_index, role, diff}` (`diff` is a unified diff of the message text, recorded → now).
 """

@@ -117,6 +117,34 @@ def test_a_changed_prompt_at_step_two_replays_step_one_and_reports_step_two(ladd
     assert [c.provenance for c in mixed.trace.calls()] == ["recorded", "scripted"]
 
 
+def test_replay_answers_steps_that_declare_their_own_model(ladder, slates, tmp_path):
+    lad = ladder("""
+        - id: one
+        - id: two
+          model: offline
+        """)
+    out = tmp_path / "t.jsonl"
+    original = Run(lad, model=ScriptedModel({"one": ["first"]}), slates=slates, input="q", trace_out=out)
+    original.run()
+    assert [c.provenance for c in original.trace.calls()] == ["scripted", "offline"]
+    replay = Run(lad, model=ReplayModel(out), slates=slates)
+    res = replay.run()
+    assert res.status == "completed" and res.output == original.output
+    assert [c.provenance for c in replay.trace.calls()] == ["recorded", "recorded"] and res.live_calls == 0
+    # a mixed replay's live answers are counted whatever model gives them
+    edited = ladder("""
+        - id: one
+          systemPrompt: changed
+        - id: two
+          model: offline
+        """)
+    mixed = Run(edited, model=ReplayModel(out, then=ScriptedModel({"one": ["live"], "two": ["live 2"]})),
+                slates=slates)
+    res = mixed.run()
+    assert res.status == "completed" and res.live_calls == 2
+    assert [c.provenance for c in mixed.trace.calls()] == ["scripted", "scripted"]
+
+
 def test_a_fork_answers_the_pending_call_by_hand_and_is_judged_like_a_model(ladder, slates):
     lad = ladder("""
         - id: research
