@@ -63,16 +63,20 @@ def cmd_run(a) -> int:
         for sources in knowledge.values():
             for source in sources:
                 source.close()
+    # a replay that made fewer calls than its recording diverged too, though the run itself completed
+    unserved = res.divergence is not None and res.divergence.get("unserved")
     if a.json:
         print(json.dumps(res.to_dict(), ensure_ascii=False))
     else:
-        if res.divergence is not None and res.status == "completed":
+        if unserved:
+            print(f"replay diverged: {res.divergence['diff']}")
+        elif res.divergence is not None and res.status == "completed":
             print(f"replay diverged at step {res.divergence['step']} node {res.divergence['node']} round "
                   f"{res.divergence['round']}; {res.live_calls} call(s) answered live")
         print("\nOutput:\n" + textwrap.indent(res.output or "(empty)", "  "))
         if a.trace_out:
             print(f"Trace: {a.trace_out}")
-    return 0 if res.status == "completed" else 1
+    return 0 if res.status == "completed" and not unserved else 1
 
 
 def add_parser(sub) -> None:

@@ -245,8 +245,15 @@ class Run(Displayable):
                          tokens_out=self.ledger.tokens_out, error_type=type(exc).__name__ if exc else None,
                          error_step=self.error_step, error_node=info.get("node"), error_path=path,
                          error_where=self.ladder.where(tuple(path)) if path else None,
-                         divergence=getattr(self.model, "divergence", None),
+                         divergence=self._divergence(),
                          live_calls=self._live_calls())
+
+    def _divergence(self) -> dict | None:
+        """A replay's first divergence; once the run has ended, recorded calls it never asked for are one."""
+        found = getattr(self.model, "divergence", None)
+        if found is None and self.done and isinstance(self.model, ReplayModel):
+            found = self.model.unserved_divergence()
+        return found
 
     def _live_calls(self) -> int | None:
         """A replay's calls not answered from the recording (None when the run is no replay): every call

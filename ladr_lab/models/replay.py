@@ -114,6 +114,28 @@ class ReplayModel:
         """How many llm_call events the trace holds."""
         return sum(len(v) for v in self._recorded.values())
 
+    @property
+    def unserved(self) -> list[LlmCall]:
+        """The recorded calls no call of the replayed run has asked for (yet), in recording order."""
+        with self._lock:
+            left = [e for key, events in self._recorded.items() for e in events[self._served.get(key, 0):]]
+        return sorted(left, key=lambda e: e.seq if e.seq is not None else 0)
+
+    def unserved_divergence(self) -> dict | None:
+        """For a replay that has ended without diverging: the recorded calls it never asked for, as a
+        divergence (`unserved`: how many; step, node, round and iteration of the first), or None."""
+        if self.divergence is not None:
+            return None
+        left = self.unserved
+        if not left:
+            return None
+        first = left[0]
+        it = f" iteration {first.iteration}" if (first.iteration or 1) > 1 else ""
+        return {"step": first.step, "node": first.node, "round": first.round, "iteration": first.iteration or 1,
+                "occurrence": None, "message_index": None, "role": None, "unserved": len(left),
+                "diff": f"{len(left)} recorded call(s) were not asked for by the replayed run; the first: "
+                        f'step "{first.step}" node {first.node} round {first.round}{it}'}
+
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """The recorded output for this call; at a divergence, stop (or answer live with `then`)."""
         call = call or CallInfo()

@@ -168,3 +168,20 @@ def test_validate_does_not_build_the_iri_grammar_jsonschema_would_import() -> No
     lib = subprocess.run([sys.executable, "-c", "import sys, ladr_lab; print(sys.modules.get('rfc3987_syntax', 'absent'))"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert lib.stdout.strip() == "absent"                       # importing the library changes nothing
+
+
+def test_run_replay_of_fewer_calls_than_recorded_exits_1_and_says_so(tmp_path):
+    lad = tmp_path / "l.yaml"
+    text = "name: x\nsteps: [{ id: s, nodes: 2 }]\n"
+    lad.write_text(text)
+    (tmp_path / "s.yaml").write_text("s/1: [one]\ns/2: [two]\n")
+    trace = tmp_path / "t.jsonl"
+    assert main(["run", str(lad), "--model", f"script:{tmp_path / 's.yaml'}", "--trace-out", str(trace),
+                 "--json"]) == 0
+    lad.write_text(text.replace("nodes: 2", "nodes: 1"))
+    p = cli("run", str(lad), "--model", f"replay:{trace}", "--json")
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    assert p.returncode == 1 and s["status"] == "completed" and s["divergence"]["unserved"] == 1
+    assert (s["divergence"]["step"], s["divergence"]["node"]) == ("s", 2)
+    p = cli("run", str(lad), "--model", f"replay:{trace}")
+    assert p.returncode == 1 and "1 recorded call(s) were not asked for" in p.stdout

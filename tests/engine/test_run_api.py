@@ -117,6 +117,31 @@ def test_a_changed_prompt_at_step_two_replays_step_one_and_reports_step_two(ladd
     assert [c.provenance for c in mixed.trace.calls()] == ["recorded", "scripted"]
 
 
+def test_a_replay_that_asks_for_fewer_calls_than_recorded_diverges(ladder, slates, tmp_path):
+    step = """
+        - id: research
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 3
+            requestMatch: %s
+        """
+    out = tmp_path / "t.jsonl"
+    loose = ladder(step % "{ type: object }")      # a final answer in JSON is taken as a request
+    Run(loose, model=ScriptedModel({"research": ['{"answer": 42}', '{"answer": 42}', "done"]}), slates=slates,
+        input="q", trace_out=out).run()
+    fixed = ladder(step % "{ type: object, required: [request] }")
+    replay = Run(fixed, model=ReplayModel(out), slates=slates)
+    assert replay.result.divergence is None           # not started: nothing to say yet
+    res = replay.run()
+    assert res.status == "completed" and res.llm_calls == 1
+    d = res.divergence
+    assert d is not None and d["unserved"] == 2 and (d["step"], d["node"], d["round"]) == ("research", 1, 2)
+    assert "2 recorded call(s) were not asked for" in d["diff"]
+    same = Run(loose, model=ReplayModel(out), slates=slates).run()
+    assert same.divergence is None and same.llm_calls == 3
+
+
 def test_replay_answers_steps_that_declare_their_own_model(ladder, slates, tmp_path):
     lad = ladder("""
         - id: one
