@@ -50,6 +50,10 @@ class ReplayDivergence(ModelError):
         super().__init__(message)
         self.divergence = divergence
 
+    def __reduce__(self):
+        # the default (cls, self.args) would call __init__ without the divergence
+        return (type(self), (str(self), self.divergence), dict(self.__dict__))
+
 
 def _key(caller, step, node, iteration) -> tuple:
     return (tuple(caller or ()), str(step), "1" if node is None else str(node), int(iteration or 1))
@@ -78,6 +82,7 @@ class ReplayModel:
         self._lock = threading.Lock()
         self._recorded: dict[tuple, list[LlmCall]] = {}
         self._served: dict[tuple, int] = {}
+        self._order: list[tuple[tuple, int, LlmCall]] = []      # every recorded call in file order
         self._live_from_now = False
         self.then: Model | None = None
         if then is not None:
@@ -107,7 +112,9 @@ class ReplayModel:
             event = Event.from_dict(data)
             assert isinstance(event, LlmCall)
             key = _key(event.caller, event.step, event.node, event.iteration)
-            self._recorded.setdefault(key, []).append(event)
+            recorded = self._recorded.setdefault(key, [])
+            self._order.append((key, len(recorded), event))
+            recorded.append(event)
 
     @property
     def recorded_calls(self) -> int:
@@ -118,8 +125,7 @@ class ReplayModel:
     def unserved(self) -> list[LlmCall]:
         """The recorded calls no call of the replayed run has asked for (yet), in recording order."""
         with self._lock:
-            left = [e for key, events in self._recorded.items() for e in events[self._served.get(key, 0):]]
-        return sorted(left, key=lambda e: e.seq if e.seq is not None else 0)
+            return [e for key, i, e in self._order if i >= self._served.get(key, 0)]
 
     def unserved_divergence(self) -> dict | None:
         """For a replay that has ended without diverging: the recorded calls it never asked for, as a
