@@ -379,14 +379,15 @@ def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
         return lines[0]
     lines.append(f"{'#':>5}  {'where':<32} {'test':<12} {'old':>5} → {'new':<5}  why / effect")
     for r in shown:
-        where = r["step"] + (f"/{r['node']}" if r["node"] is not None else "") + \
+        where = str(r["step"]) + (f"/{r['node']}" if r["node"] is not None else "") + \
             (f" r{r['round']}" if r["round"] is not None else "") + \
-            (f" it{r['iteration']}" if r["iteration"] != 1 else "")
+            (f" it{r['iteration']}" if r["iteration"] not in (1, None) else "")
         if r["caller"]:
             where = r["caller"] + " > " + where
         old = "forced" if r["forced"] else _mark(r["old"])
         mark = "⇄" if r["flipped"] else " "
-        lines.append(f"{r['seq']:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new'], r['after_flip'] is not None):<5}{mark} "
+        seq = "?" if r["seq"] is None else r["seq"]
+        lines.append(f"{seq:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new'], r['after_flip'] is not None):<5}{mark} "
                      + (f"{r['keyword']} at {r['schema_path'] or '/'} (instance {r['instance_path'] or '/'})"
                         if r["keyword"] else "")
                      + (f" [after the flip at #{r['after_flip']}]" if r["after_flip"] is not None else ""))

@@ -134,3 +134,18 @@ def test_an_error_while_handling_an_output_is_printed(ladder, slates):
               tracer=RoundPrinter(out))
     run.run()
     assert "→ retrieval" in out.getvalue() and "■ completed" in out.getvalue()
+
+
+def test_events_missing_fields_are_described_with_question_marks_not_none_or_a_crash():
+    from ladr_lab.trace import Event
+    gate = describe(Event.from_dict({"type": "gate"}))
+    assert "None" not in gate.headline() and gate.headline().startswith("gate ?#1: ? → ?")
+    write = describe(Event.from_dict({"type": "write", "step": "s"}))
+    assert write.headline().startswith("write ? (?, ?)") and "None" not in write.headline()
+    call = describe(Event.from_dict({"type": "llm_call"}))
+    assert call.label == "? · node 1 · round 1"
+    out = io.StringIO()
+    printer = RoundPrinter(out)
+    for d in ({"type": "llm_call"}, {"type": "gate"}, {"type": "write"}, {"type": "step_end"}, {"type": "run_end"}):
+        printer(Event.from_dict(d))
+    assert "None" not in out.getvalue().replace("None)", "")
