@@ -32,7 +32,7 @@ def cmd_run(a) -> int:
         if not a.json:
             for p in _problems(exc):
                 print(p.format())
-        return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1)
+        return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1, exc)
     model = a.model
     if model and model.split(":", 1)[0] in ("script", "replay") and ":" in model:
         # a path typed on the command line is relative to where the command runs (else to the ladder)
@@ -56,7 +56,7 @@ def cmd_run(a) -> int:
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)
     except LadrError as exc:
-        return _fail(a, str(exc), 1)
+        return _fail(a, str(exc), 1, exc)
     try:
         res = run.run()
     finally:

@@ -185,3 +185,22 @@ def test_run_replay_of_fewer_calls_than_recorded_exits_1_and_says_so(tmp_path):
     assert (s["divergence"]["step"], s["divergence"]["node"]) == ("s", 2)
     p = cli("run", str(lad), "--model", f"replay:{trace}")
     assert p.returncode == 1 and "1 recorded call(s) were not asked for" in p.stdout
+
+
+def test_json_commands_print_json_for_a_bad_ladder(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: b\nsteps:\n  - id: s\n    fieldz: []\n")
+    inputs = tmp_path / "in.csv"
+    inputs.write_text("id,context\n1,q\n")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"type": "run_end", "status": "completed", "output": ""}\n')
+    for args in (["run", bad], ["eval", bad, "--inputs", inputs, "--out", tmp_path / "ev", "--no-progress"],
+                 ["trace", "rejudge", trace, "--ladder", bad]):
+        p = cli(*map(str, args), "--json")
+        s = json.loads(p.stdout)                  # one JSON object, not FILE:LINE:COL lines
+        assert p.returncode == 1 and "Traceback" not in p.stderr
+        assert {"status", "output", "llm_calls", "error"} <= set(s) and s["status"] == "error"
+        assert s["error_type"] == "ConfigErrors" and s["error_where"] == f"{bad}:4:5"
+        assert [(q["rule"], q["suggestion"], q["line"]) for q in s["problems"]] == [("unknown-key", "fields", 4)]
+    plain = cli("trace", "rejudge", str(trace), "--ladder", str(bad))
+    assert plain.returncode == 1 and plain.stdout.startswith(f"{bad}:4:5: error:")
