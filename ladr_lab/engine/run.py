@@ -240,10 +240,13 @@ class Run(Displayable):
         exc = self.exception
         info = exc.to_dict() if isinstance(exc, RunError) else {}
         path = info.get("path") or None
+        call = getattr(exc, "call", None)      # a ModelError (or a RunError) keeps the call it failed in
+        node = info.get("node") if info.get("node") is not None else getattr(call, "node", None)
+        step = self.error_step if self.error_step is not None else getattr(call, "step", None)
         return RunResult(status=self.status, output=self.output, llm_calls=self.ledger.llm_calls, error=self.error,
                          steps=self.ledger.steps, cost=round(self.ledger.cost, 8), tokens_in=self.ledger.tokens_in,
                          tokens_out=self.ledger.tokens_out, error_type=type(exc).__name__ if exc else None,
-                         error_step=self.error_step, error_node=info.get("node"), error_path=path,
+                         error_step=step, error_node=node, error_path=path,
                          error_where=self.ladder.where(tuple(path)) if path else None,
                          divergence=self._divergence(),
                          live_calls=self._live_calls())

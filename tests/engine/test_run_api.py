@@ -328,3 +328,22 @@ def test_a_shared_store_keeps_its_bindings_for_a_ladder_without_paths(ladder, sl
     first.run()
     again = Run(lad, model=ScriptedModel(["y"]), store=first.store)     # no slates=: the store's bindings stand
     assert again.run().status == "completed" and "core.md" in again.trace.calls()[0].messages[1]["content"]
+
+
+def test_a_model_error_gives_the_failed_call_s_step_and_node_in_the_result(ladder, slates):
+    lad = ladder("""
+        - id: one
+        - id: two
+          nodes: 2
+        """)
+
+    def model(messages, call):
+        if call.step == "two" and call.node == 2:
+            raise ValueError("api down")
+        return "fine"
+
+    run = Run(lad, model=ScriptedModel(model), slates=slates)
+    res = run.run()
+    assert res.status == "error" and res.error_type == "ModelError" and "api down" in res.error
+    assert run.exception.call.node == 2
+    assert (res.error_step, res.error_node) == ("two", 2)
