@@ -60,6 +60,7 @@ class RunResult(Displayable):
     error_where: str | None = None      # the same as FILE:LINE:COLUMN
     divergence: dict | None = None      # a replay's first divergence from its recording
     live_calls: int | None = None       # a replay's calls answered by a live model (0: all from the recording)
+    edited_calls: int = 0               # of llm_calls, the calls answered by hand (forks: `Run.step(output=...)`)
 
     def to_dict(self) -> dict:
         """The summary as a JSON-ready dict."""
@@ -186,6 +187,9 @@ class Run(Displayable):
         delivered like a model output, and the trace marks it `provenance: "edited"`."""
         mark = len(self.trace.events)
         self._start()
+        if self.done and (output is not None or call is not None):
+            raise RunError(f"the run has ended (status {self.status}): there is no pending call to "
+                           + ("answer" if output is not None else "make"))
         if self._pending:
             # oldest first: round k of every node before round k+1
             req = call if call is not None else min(self._pending, key=lambda r: r.id)
@@ -249,7 +253,11 @@ class Run(Displayable):
                          error_step=step, error_node=node, error_path=path,
                          error_where=self.ladder.where(tuple(path)) if path else None,
                          divergence=self._divergence(),
-                         live_calls=self._live_calls())
+                         live_calls=self._live_calls(), edited_calls=self._edited_calls())
+
+    def _edited_calls(self) -> int:
+        """Calls answered by hand (forks): they count in llm_calls and maxLlmCalls, as the calls they replace."""
+        return sum(1 for e in self.trace.events if isinstance(e, LlmCall) and e.provenance == "edited")
 
     def _divergence(self) -> dict | None:
         """A replay's first divergence; once the run has ended, recorded calls it never asked for are one."""
@@ -359,7 +367,7 @@ class Run(Displayable):
             x.emit(InternalError(traceback=traceback.format_exc()))
         x.emit(RunEnd(status=self.status, output=self.output, error=self.error, llm_calls=self.ledger.llm_calls,
                       steps=self.ledger.steps, error_type=type(self.exception).__name__ if self.exception else None,
-                      error_step=self.error_step))
+                      error_step=self.error_step, edited_calls=self._edited_calls() or None))
         self.trace.close()
         self.close()
 

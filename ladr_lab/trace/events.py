@@ -409,7 +409,7 @@ class RunEnd(Event):
     """The run ended: status, output, error, and the counts. Always the last event."""
 
     TYPE: ClassVar[str] = "run_end"
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error_type", "error_step"})
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error_type", "error_step", "edited_calls"})
     status: str
     output: str
     error: str | None
@@ -417,6 +417,7 @@ class RunEnd(Event):
     steps: int
     error_type: str | None = None
     error_step: str | None = None
+    edited_calls: int | None = None   # of llm_calls, the calls answered by hand (`Run.step(output=...)`)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -382,7 +382,8 @@ class EndStory(Story):
 
     def headline(self) -> str:
         e = self.event
-        return f"{e.status} after {e.llm_calls} model call(s)" + (f": {e.error}" if e.error else "")
+        return (f"{e.status} after {e.llm_calls} model call(s)" + _by_hand(e.edited_calls)
+                + (f": {e.error}" if e.error else ""))
 
     def text_lines(self) -> list[str]:
         return [] if self.event.depth else ["■ " + self.headline()]
@@ -400,6 +401,11 @@ class OtherStory(Story):
 
     def text_lines(self) -> list[str]:
         return []
+
+
+def _by_hand(edited: int | None) -> str:
+    # a fork takes a model call's place (and its slot of maxLlmCalls) but no model answered it: say so
+    return f", {edited} answered by hand" if edited else ""
 
 
 def _or(value: Any) -> str:

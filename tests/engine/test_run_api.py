@@ -186,6 +186,25 @@ def test_a_fork_answers_the_pending_call_by_hand_and_is_judged_like_a_model(ladd
     run.run()
     assert run.output == "the model's own final answer" and run.llm_calls == 2
     assert [c.provenance for c in run.trace.calls()] == ["edited", "scripted"]
+    # the summary says which calls no model answered
+    assert run.result.edited_calls == 1 and "(1 answered by hand)" in run.result.to_text()
+    end = run.trace.events[-1]
+    assert end.edited_calls == 1 and "2 model call(s), 1 answered by hand" in end.to_text()
+
+
+def test_a_fork_on_a_finished_run_is_an_error_and_forks_spend_the_budget(ladder, slates):
+    import pytest
+
+    from ladr_lab.errors import RunError
+
+    lad = ladder("- id: a\n- id: b\n", head="name: t\nexecutionBudget: { maxLlmCalls: 1 }\n")
+    run = Run(lad, model=ScriptedModel({"b": ["never"]}), slates=slates)
+    run.step(output="by hand")          # takes the one call maxLlmCalls allows, as the model's call would
+    run.run()
+    assert run.status == "budget_exhausted" and run.llm_calls == 1 and run.result.edited_calls == 1
+    with pytest.raises(RunError, match="the run has ended"):
+        run.step(output="late")
+    assert run.step() == []             # asking for the next call of a finished run is still no call
 
 
 def test_result_is_a_property_and_the_old_call_still_works_with_a_warning(ladder, slates):
