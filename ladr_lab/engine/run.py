@@ -297,12 +297,15 @@ class Run(Displayable):
         return run_html(self)
 
     def close(self) -> None:
-        """Release the models this run created (a model passed in is the caller's to close)."""
-        for m in self._own_models:
+        """Release the models this run created: its own and those steps' `model:` made for themselves (a model
+        passed in is the caller's to close)."""
+        made = list(self._own_models) + [m for m in self._models.values() if m not in self._own_models]
+        self._own_models = []
+        self._models.clear()          # a step that runs again after close() makes its model again
+        for m in made:
             close = getattr(m, "close", None)
             if close is not None:
                 close()
-        self._own_models = []
 
     # ---- the machinery -------------------------------------------------------------------------------
     def _start(self) -> None:

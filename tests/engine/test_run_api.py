@@ -314,6 +314,12 @@ def test_run_closes_the_models_it_made_and_not_the_ones_it_was_given(ladder, sla
     given = OfflineModel()
     Run(lad, model=given, slates=slates, input="q").run()
     assert closed == [mine.model]
+    # a step's own `model:` is made by the run, so the run closes it (the given run model stays open)
+    closed.clear()
+    per_step = Run(ladder("- id: a\n- id: b\n  model: offline\n"), model=ScriptedModel({"a": ["x"]}),
+                   slates=slates, input="q")
+    per_step.run()
+    assert len(closed) == 1 and isinstance(closed[0], OfflineModel) and per_step.trace.calls()[1].provenance == "offline"
 
 
 def test_a_user_model_needs_only_complete(ladder, slates):
