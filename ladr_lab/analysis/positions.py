@@ -78,7 +78,7 @@ def as_trace(trace: Trace | str | Path | Iterable[Any]) -> Trace:
             raise LadrError(f"trace {trace} is not JSONL: {exc}") from None
     t = Trace()
     for i, e in enumerate(trace):
-        t.events.append(e if isinstance(e, Event) else Event.from_dict(e, i))  # type: ignore[arg-type]
+        t.events.append(e if isinstance(e, Event) else Event.from_dict(e, i))
     return _numbered(t)
 
 

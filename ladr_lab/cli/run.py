@@ -64,12 +64,13 @@ def cmd_run(a) -> int:
             for source in sources:
                 source.close()
     # a replay that made fewer calls than its recording diverged too, though the run itself completed
-    unserved = res.divergence is not None and res.divergence.get("unserved")
+    divergence = res.divergence or {}
+    unserved = bool(divergence.get("unserved"))
     if a.json:
         print(json.dumps(res.to_dict(), ensure_ascii=False))
     else:
         if unserved:
-            print(f"replay diverged: {res.divergence['diff']}")
+            print(f"replay diverged: {divergence['diff']}")
         elif res.divergence is not None and res.status == "completed":
             print(f"replay diverged at step {res.divergence['step']} node {res.divergence['node']} round "
                   f"{res.divergence['round']}; {res.live_calls} call(s) answered live")
