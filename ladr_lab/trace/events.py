@@ -150,8 +150,8 @@ class Event(Displayable):
         """The typed event of a dict (a JSONL line); an unknown type becomes an UnknownEvent.
 
         A field the line lacks (a hand-written or older trace with only SPEC §9's fields) takes a
-        usable default: `seq` the line's `position` when given, node, round and iteration 1, a text "",
-        a count 0, a flag False, a list or mapping empty; a field that may be absent stays None."""
+        usable default: `seq` the line's `position` when given, node, round and iteration 1, a text "", a
+        list or mapping empty; a count, a flag or a field that may be absent stays None (unknown)."""
         cls = EVENT_TYPES.get(str(data.get("type")), UnknownEvent)
         names = set(cls.own_fields()) | {"seq", "t", "depth", "caller"}
         kwargs: dict[str, Any] = {}
@@ -205,7 +205,7 @@ class Event(Displayable):
 
 
 _ONE = frozenset({"node", "round", "iteration"})
-_EMPTY: dict[str, Any] = {"str": "", "int": 0, "float": 0.0, "bool": False}
+_EMPTY: dict[str, Any] = {"str": ""}     # a count or a flag a line lacks stays None: unknown, not 0 or False
 
 
 def _missing(name: str, annotation: str) -> Any:

@@ -382,7 +382,7 @@ class EndStory(Story):
 
     def headline(self) -> str:
         e = self.event
-        return (f"{e.status} after {e.llm_calls} model call(s)" + _by_hand(e.edited_calls)
+        return (f"{_or(e.status)} after {_or(e.llm_calls)} model call(s)" + _by_hand(e.edited_calls)
                 + (f": {e.error}" if e.error else ""))
 
     def text_lines(self) -> list[str]:
