@@ -45,6 +45,7 @@ class _Exec:
 
     calls: list[LlmCall] = field(default_factory=list)
     final: str | None = None
+    gate_writes: list[tuple[str, str]] = field(default_factory=list)   # (target, policy) of its gate's writes
 
 
 @dataclass
@@ -73,6 +74,9 @@ def _collect(trace: Trace) -> tuple[list[_Item], dict[tuple, _Exec]]:
             items.append(_Item(w, e, "gate", execs.get(w.execution, _Exec()).final))
         elif isinstance(e, Write) and e.mechanism == "slateWrite":
             items.append(_Item(w, e, "slateWrite", execs.get(w.execution, _Exec()).final))
+        elif isinstance(e, Write):
+            # staged writes come after the gate: collected here, compared when the gate is re-judged
+            execs.setdefault(w.execution, _Exec()).gate_writes.append((e.target, e.policy))
         elif isinstance(e, StepEnd):
             items.append(_Item(w, e, "end"))
     return items, execs
@@ -213,7 +217,7 @@ class _Rejudge:
             else "a new model call")
         return Effect("new_request", f"this output would now be read as a request; {fetched}; {nxt}", rows)
 
-    def gate_row(self, item: _Item) -> dict | None:
+    def gate_row(self, item: _Item, execs: dict) -> dict | None:
         e: Gate = item.event
         covered, test, model = self.edits.gate(e.step)
         if not covered:
@@ -236,6 +240,9 @@ class _Rejudge:
             else:
                 kind, words = describe_action(action, branch)
             same = action is not None and action.kind == e.action and action.jump == e.jump
+            if same and row["flipped"]:
+                # the other branch may do the same kind of thing (write, continue) with other writes
+                same = self._same_writes(action, e, model, execs.get(item.where.execution, _Exec()))
             row["changed"] = row["flipped"] and not same or (action is not None and not same)
             if row["flipped"] or self.detail == "all":
                 new_j, why = self._json_judgement(test, item.output, row["new"])
@@ -246,8 +253,23 @@ class _Rejudge:
         if row["changed"]:
             after = self.after(item.where)
             if after is None:
-                row.update(effect_kind=kind, effect=f"the gate {words} (recorded: {e.branch} → {e.action})")
+                done = execs.get(item.where.execution, _Exec()).gate_writes
+                recorded = f"{e.branch} → {e.action}" + (f" {e.jump}" if e.jump else "") + (
+                    " to " + ", ".join(f"{t} ({p})" for t, p in done) if done else "")
+                row.update(effect_kind=kind, effect=f"the gate {words} instead (recorded: {recorded})")
         return row
+
+    @staticmethod
+    def _same_writes(action: Any, e: Gate, model: Any, ex: _Exec) -> bool:
+        """Whether the new branch writes what the recorded one did (targets and policies, in order): the
+        recorded gate writes of this node when there are any, else the edited ladder's recorded branch."""
+        new = [(w.target.describe(), w.on) for w in action.writes]
+        if ex.gate_writes:
+            return new == ex.gate_writes
+        old_action = (model.then if e.branch == "then" else model.else_) if model is not None else None
+        if old_action is None:
+            return not new
+        return new == [(w.target.describe(), w.on) for w in old_action.writes]
 
     def _json_judgement(self, test: tuple[str, Any], output: str, valid: bool | None = None):
         from ..engine.judging import judge_equals, judge_json_extraction
@@ -301,17 +323,20 @@ class _Rejudge:
             if item.kind == "requestMatch":
                 row = self.request_row(item, execs)
             elif item.kind == "gate":
-                row = self.gate_row(item)
+                row = self.gate_row(item, execs)
             else:
                 row = self.write_row(item)
             if row is None:
                 continue
             after = self.after(item.where)
             row["after_flip"] = after
-            if after is not None and row["changed"]:
-                row.update(effect_kind=UNKNOWN, effect=f"after the flip at #{after}, what happens here is unknown")
             if row["changed"]:
                 self.note_change(item.where, item.event.seq)
+            if after is not None:
+                # the run might never get here, or judge another output here: no verdict is definite
+                row.update(new=None, flipped=False, changed=False, keyword=None, schema_path=None,
+                           instance_path=None, message=None, new_reason=None, fetch=None, effect_kind=UNKNOWN,
+                           effect=f"after the flip at #{after}, whether and how this is judged is unknown")
             if step is None or item.where.step == step:
                 rows.append(row)
         return rows
@@ -340,8 +365,8 @@ def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *,
     return pd.DataFrame(rejudge_rows(trace, ladder, step=step, slates=slates, detail=detail), columns=list(COLUMNS))
 
 
-def _mark(v: bool | None) -> str:
-    return {True: "match", False: "no", None: "-"}[v]
+def _mark(v: bool | None, unknown: bool = False) -> str:
+    return "?" if unknown and v is None else {True: "match", False: "no", None: "-"}[v]
 
 
 def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
@@ -354,14 +379,15 @@ def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
         return lines[0]
     lines.append(f"{'#':>5}  {'where':<32} {'test':<12} {'old':>5} → {'new':<5}  why / effect")
     for r in shown:
-        where = r["step"] + (f"/{r['node']}" if r["node"] is not None else "") + \
+        where = str(r["step"]) + (f"/{r['node']}" if r["node"] is not None else "") + \
             (f" r{r['round']}" if r["round"] is not None else "") + \
-            (f" it{r['iteration']}" if r["iteration"] != 1 else "")
+            (f" it{r['iteration']}" if r["iteration"] not in (1, None) else "")
         if r["caller"]:
             where = r["caller"] + " > " + where
         old = "forced" if r["forced"] else _mark(r["old"])
         mark = "⇄" if r["flipped"] else " "
-        lines.append(f"{r['seq']:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new']):<5}{mark} "
+        seq = "?" if r["seq"] is None else r["seq"]
+        lines.append(f"{seq:>5}  {where[:32]:<32} {r['test']:<12} {old:>5} → {_mark(r['new'], r['after_flip'] is not None):<5}{mark} "
                      + (f"{r['keyword']} at {r['schema_path'] or '/'} (instance {r['instance_path'] or '/'})"
                         if r["keyword"] else "")
                      + (f" [after the flip at #{r['after_flip']}]" if r["after_flip"] is not None else ""))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import ConfigError, ConfigErrors
+from ..errors import ConfigError, ConfigErrors, LadrError
 
 USAGE_ERROR = 2
 
@@ -35,9 +35,34 @@ def _problems(exc: ConfigError) -> list[ConfigError]:
     return list(exc.errors) if isinstance(exc, ConfigErrors) else [exc]
 
 
-def _fail(a, message: str, code: int) -> int:
+def _error_json(message: str, exc: BaseException | None = None) -> dict:
+    """What a command prints with --json when it fails before (or instead of) its own answer: the keys of
+    `run --json`'s summary (SPEC §9: status, output, llm_calls, error, and more), the error as data, and
+    for a ladder's problems every one of them as `ConfigError.to_dict()` (as `validate --json` prints)."""
+    problems = _problems(exc) if isinstance(exc, ConfigError) else []
+    first = problems[0] if problems else None
+    where = (f"{first.file}:{first.line}:{first.column}" if first is not None and first.file and first.line
+             else None)
+    return {"status": "error", "output": "", "llm_calls": 0, "error": message, "steps": 0, "cost": 0.0,
+            "tokens_in": 0, "tokens_out": 0, "error_type": type(exc).__name__ if exc is not None else None,
+            "error_step": getattr(exc, "step_id", None), "error_node": None,
+            "error_path": list(first.path) if first is not None and first.path else None, "error_where": where,
+            "divergence": None, "live_calls": None, "problems": [p.to_dict() for p in problems]}
+
+
+def _fail(a, message: str, code: int, exc: BaseException | None = None) -> int:
     if getattr(a, "json", False):
-        print(json.dumps({"status": "error", "output": "", "llm_calls": 0, "error": message}))
+        print(json.dumps(_error_json(message, exc), ensure_ascii=False, default=str))
     else:
         print(f"ladr-lab: {message}", file=sys.stderr)
     return code
+
+
+def _json_errors(a, exc: LadrError) -> int:
+    """A command's LadrError with --json: one JSON object (never plain `FILE:LINE:COL: error:` lines); exit 1.
+    Without --json the error is raised again for `main` to print."""
+    if not getattr(a, "json", False):
+        raise exc
+    message = "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)) if isinstance(exc, ConfigError) \
+        else str(exc)
+    return _fail(a, message, 1, exc)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ._common import _kv
+from ..errors import LadrError
+from ._common import _json_errors, _kv
 from .run import _positive
 
 
@@ -20,9 +21,13 @@ def _model_arg(model: str | None) -> str | None:
 def cmd_eval(a) -> int:
     """Evaluate a ladder over an inputs file; exit 0 when every row completed, 1 otherwise, 130 if interrupted."""
     from ..analysis import evaluate
-    ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
-                  slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
-                  isolate_slates=a.isolate_slates, resume=not a.restart, progress=not a.no_progress and not a.json)
+    try:
+        ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
+                      slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
+                      isolate_slates=a.isolate_slates, resume=not a.restart,
+                      progress=not a.no_progress and not a.json)
+    except LadrError as exc:
+        return _json_errors(a, exc)
     counts = ev.counts()
     if a.json:
         print(json.dumps({"rows": len(ev.rows), "counts": counts, "out": str(ev.out),

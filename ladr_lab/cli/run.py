@@ -32,7 +32,7 @@ def cmd_run(a) -> int:
         if not a.json:
             for p in _problems(exc):
                 print(p.format())
-        return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1)
+        return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1, exc)
     model = a.model
     if model and model.split(":", 1)[0] in ("script", "replay") and ":" in model:
         # a path typed on the command line is relative to where the command runs (else to the ladder)
@@ -56,23 +56,28 @@ def cmd_run(a) -> int:
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)
     except LadrError as exc:
-        return _fail(a, str(exc), 1)
+        return _fail(a, str(exc), 1, exc)
     try:
         res = run.run()
     finally:
         for sources in knowledge.values():
             for source in sources:
                 source.close()
+    # a replay that made fewer calls than its recording diverged too, though the run itself completed
+    divergence = res.divergence or {}
+    unserved = bool(divergence.get("unserved"))
     if a.json:
         print(json.dumps(res.to_dict(), ensure_ascii=False))
     else:
-        if res.divergence is not None and res.status == "completed":
+        if unserved:
+            print(f"replay diverged: {divergence['diff']}")
+        elif res.divergence is not None and res.status == "completed":
             print(f"replay diverged at step {res.divergence['step']} node {res.divergence['node']} round "
                   f"{res.divergence['round']}; {res.live_calls} call(s) answered live")
         print("\nOutput:\n" + textwrap.indent(res.output or "(empty)", "  "))
         if a.trace_out:
             print(f"Trace: {a.trace_out}")
-    return 0 if res.status == "completed" else 1
+    return 0 if res.status == "completed" and not unserved else 1
 
 
 def add_parser(sub) -> None:

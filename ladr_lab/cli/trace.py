@@ -5,11 +5,19 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import USAGE_ERROR, _kv
+from ..errors import LadrError
+from ._common import USAGE_ERROR, _fail, _json_errors, _kv
 
 
 def cmd_rejudge(a) -> int:
     """Re-judge a trace (or every row of an evaluation folder) against an edited ladder; exit 1 if a verdict flips."""
+    try:
+        return _rejudge(a)
+    except LadrError as exc:
+        return _json_errors(a, exc)
+
+
+def _rejudge(a) -> int:
     from ..analysis import load_evaluation
     from ..analysis.rejudge import Edits, format_rows, rejudge_rows
     edits = Edits(a.ladder)
@@ -18,8 +26,7 @@ def cmd_rejudge(a) -> int:
     if target.is_dir():
         ev = load_evaluation(target)
         if not ev.rows:
-            print(f"ladr-lab: {target} holds no evaluation results (results.jsonl)", file=sys.stderr)
-            return 1
+            return _fail(a, f"{target} holds no evaluation results (results.jsonl)", 1)
         rows = ev.rejudge_rows(edits, step=a.step, slates=slates)
         flipping = [r for r in rows if r["flips"]]
         if a.json:

@@ -1,6 +1,7 @@
 """Cross-references: slates, folders, files and metatags a step names; `from:` sources; steps and jumps."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,6 +88,29 @@ def _source_form(site: Site) -> Iterator[ConfigError]:
     elif "stepId" not in raw and "slate" not in raw:
         yield problem(f"{site.what} has an invalid from: mapping; it needs stepId or slate",
                       suggestion=suggest(next(iter(raw), ""), ("stepId", "slate")))
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.\w+)+")
+_REF_HEADS = ("previous", "output", "input", "knobs", "step", "steps", "node", "nodes")
+
+
+@rule("source", "source-form")
+def _literal_like_a_ref(site: Site) -> Iterator[ConfigError]:
+    # seed 003's sources are previous, output, a literal, {stepId} or {slate} (and input.NAME where inputs are
+    # read): "previous.output" is a literal, rendered as those words, which is never what its author meant
+    raw = site.raw
+    if not isinstance(raw, str) or not _DOTTED.fullmatch(raw.strip()):
+        return
+    head = raw.strip().split(".", 1)[0]
+    if head not in _REF_HEADS or (head == "input" and site.inputs):
+        return
+    hint = {"previous": "previous", "output": "output", "knobs": "{{" + raw.strip() + "}}"}.get(head)
+    if head == "input":
+        why = "input.NAME is read only by a text field or call.input"
+    else:
+        why = "no source is spelled with a dot (previous, output, {stepId: ...}, {slate: ...})"
+    yield problem(f'{site.what} from: "{raw}" is not a source: it would be written as that literal text ({why})',
+                  severity="warning", suggestion=hint)
 
 
 def _step_ref(site: Site) -> dict | None:

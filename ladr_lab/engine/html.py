@@ -79,7 +79,8 @@ def result_html(res: RunResult) -> str:
     """A run's summary: status, counts, the error with where it was declared, a replay's divergence, the output."""
     pairs = [("status", badge(res.status)),
              ("model calls", f"{res.llm_calls:,}" + (f" ({res.live_calls} answered live)"
-                                                     if res.live_calls else "")),
+                                                     if res.live_calls else "")
+              + (f" ({res.edited_calls} answered by hand)" if res.edited_calls else "")),
              ("steps", f"{res.steps:,}"),
              ("tokens", f"{fmt_int(res.tokens_in)} in, {fmt_int(res.tokens_out)} out"), ("cost", fmt_cost(res.cost))]
     if res.error:
@@ -100,7 +101,8 @@ def result_html(res: RunResult) -> str:
 
 def result_text(res: RunResult) -> str:
     """A run's summary as text."""
-    head = f"{res.status}: {res.llm_calls} model call(s), {res.steps} step(s), {res.tokens_in + res.tokens_out:,} tokens"
+    hand = f" ({res.edited_calls} answered by hand)" if res.edited_calls else ""
+    head = f"{res.status}: {res.llm_calls} model call(s){hand}, {res.steps} step(s), {res.tokens_in + res.tokens_out:,} tokens"
     lines = [head + (f", ${res.cost:.4f}" if res.cost else "")]
     if res.error:
         lines.append(f"error: {res.error}")

@@ -29,10 +29,10 @@ from ..errors import (
     RunError,
     SourceResolutionError,
 )
-from ..models import Completion, Model, get_model
+from ..models import Completion, Model, ReplayModel, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
-from ..trace import Events, InternalError, RunEnd, RunStart, Trace
+from ..trace import Events, InternalError, LlmCall, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
 from .context import Executor, Ledger
 from .knowledge import KnowledgeSource
@@ -60,6 +60,7 @@ class RunResult(Displayable):
     error_where: str | None = None      # the same as FILE:LINE:COLUMN
     divergence: dict | None = None      # a replay's first divergence from its recording
     live_calls: int | None = None       # a replay's calls answered by a live model (0: all from the recording)
+    edited_calls: int = 0               # of llm_calls, the calls answered by hand (forks: `Run.step(output=...)`)
 
     def to_dict(self) -> dict:
         """The summary as a JSON-ready dict."""
@@ -186,6 +187,9 @@ class Run(Displayable):
         delivered like a model output, and the trace marks it `provenance: "edited"`."""
         mark = len(self.trace.events)
         self._start()
+        if self.done and (output is not None or call is not None):
+            raise RunError(f"the run has ended (status {self.status}): there is no pending call to "
+                           + ("answer" if output is not None else "make"))
         if self._pending:
             # oldest first: round k of every node before round k+1
             req = call if call is not None else min(self._pending, key=lambda r: r.id)
@@ -240,13 +244,35 @@ class Run(Displayable):
         exc = self.exception
         info = exc.to_dict() if isinstance(exc, RunError) else {}
         path = info.get("path") or None
+        call = getattr(exc, "call", None)      # a ModelError (or a RunError) keeps the call it failed in
+        node = info.get("node") if info.get("node") is not None else getattr(call, "node", None)
+        step = self.error_step if self.error_step is not None else getattr(call, "step", None)
         return RunResult(status=self.status, output=self.output, llm_calls=self.ledger.llm_calls, error=self.error,
                          steps=self.ledger.steps, cost=round(self.ledger.cost, 8), tokens_in=self.ledger.tokens_in,
                          tokens_out=self.ledger.tokens_out, error_type=type(exc).__name__ if exc else None,
-                         error_step=self.error_step, error_node=info.get("node"), error_path=path,
+                         error_step=step, error_node=node, error_path=path,
                          error_where=self.ladder.where(tuple(path)) if path else None,
-                         divergence=getattr(self.model, "divergence", None),
-                         live_calls=getattr(self.model, "live_calls", None))
+                         divergence=self._divergence(),
+                         live_calls=self._live_calls(), edited_calls=self._edited_calls())
+
+    def _edited_calls(self) -> int:
+        """Calls answered by hand (forks): they count in llm_calls and maxLlmCalls, as the calls they replace."""
+        return sum(1 for e in self.trace.events if isinstance(e, LlmCall) and e.provenance == "edited")
+
+    def _divergence(self) -> dict | None:
+        """A replay's first divergence; once the run has ended, recorded calls it never asked for are one."""
+        found = getattr(self.model, "divergence", None)
+        if found is None and self.done and isinstance(self.model, ReplayModel):
+            found = self.model.unserved_divergence()
+        return found
+
+    def _live_calls(self) -> int | None:
+        """A replay's calls not answered from the recording (None when the run is no replay): every call
+        answered by another model counts, a hand-typed answer (a fork) does not."""
+        if not isinstance(self.model, ReplayModel):
+            return getattr(self.model, "live_calls", None)
+        return sum(1 for e in self.trace.events
+                   if isinstance(e, LlmCall) and e.provenance not in ("recorded", "edited") and e.error is None)
 
     def __repr__(self) -> str:
         nxt = ""
@@ -271,12 +297,15 @@ class Run(Displayable):
         return run_html(self)
 
     def close(self) -> None:
-        """Release the models this run created (a model passed in is the caller's to close)."""
-        for m in self._own_models:
+        """Release the models this run created: its own and those steps' `model:` made for themselves (a model
+        passed in is the caller's to close)."""
+        made = list(self._own_models) + [m for m in self._models.values() if m not in self._own_models]
+        self._own_models = []
+        self._models.clear()          # a step that runs again after close() makes its model again
+        for m in made:
             close = getattr(m, "close", None)
             if close is not None:
                 close()
-        self._own_models = []
 
     # ---- the machinery -------------------------------------------------------------------------------
     def _start(self) -> None:
@@ -341,7 +370,7 @@ class Run(Displayable):
             x.emit(InternalError(traceback=traceback.format_exc()))
         x.emit(RunEnd(status=self.status, output=self.output, error=self.error, llm_calls=self.ledger.llm_calls,
                       steps=self.ledger.steps, error_type=type(self.exception).__name__ if self.exception else None,
-                      error_step=self.error_step))
+                      error_step=self.error_step, edited_calls=self._edited_calls() or None))
         self.trace.close()
         self.close()
 

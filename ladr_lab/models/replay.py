@@ -14,6 +14,9 @@ retrieval that fetched something else, a call the recording does not have):
 - mixed replay, `ReplayModel(path, then=MODEL)` (command line: `--model replay:PATH --then MODEL`),
   answers that call and every later one with the live model instead.
 
+A replay answers every step of the run, also a step that declares its own `model:` (the engine's
+`Executor.model_for`); `Run.result.live_calls` counts the calls answered by any other model.
+
 `divergence` holds the first divergence as a dict `{step, node, round, iteration, occurrence,
 message_index, role, diff}` (`diff` is a unified diff of the message text, recorded → now).
 """
@@ -47,6 +50,10 @@ class ReplayDivergence(ModelError):
         super().__init__(message)
         self.divergence = divergence
 
+    def __reduce__(self):
+        # the default (cls, self.args) would call __init__ without the divergence
+        return (type(self), (str(self), self.divergence), dict(self.__dict__))
+
 
 def _key(caller, step, node, iteration) -> tuple:
     return (tuple(caller or ()), str(step), "1" if node is None else str(node), int(iteration or 1))
@@ -75,6 +82,7 @@ class ReplayModel:
         self._lock = threading.Lock()
         self._recorded: dict[tuple, list[LlmCall]] = {}
         self._served: dict[tuple, int] = {}
+        self._order: list[tuple[tuple, int, LlmCall]] = []      # every recorded call in file order
         self._live_from_now = False
         self.then: Model | None = None
         if then is not None:
@@ -104,12 +112,35 @@ class ReplayModel:
             event = Event.from_dict(data)
             assert isinstance(event, LlmCall)
             key = _key(event.caller, event.step, event.node, event.iteration)
-            self._recorded.setdefault(key, []).append(event)
+            recorded = self._recorded.setdefault(key, [])
+            self._order.append((key, len(recorded), event))
+            recorded.append(event)
 
     @property
     def recorded_calls(self) -> int:
         """How many llm_call events the trace holds."""
         return sum(len(v) for v in self._recorded.values())
+
+    @property
+    def unserved(self) -> list[LlmCall]:
+        """The recorded calls no call of the replayed run has asked for (yet), in recording order."""
+        with self._lock:
+            return [e for key, i, e in self._order if i >= self._served.get(key, 0)]
+
+    def unserved_divergence(self) -> dict | None:
+        """For a replay that has ended without diverging: the recorded calls it never asked for, as a
+        divergence (`unserved`: how many; step, node, round and iteration of the first), or None."""
+        if self.divergence is not None:
+            return None
+        left = self.unserved
+        if not left:
+            return None
+        first = left[0]
+        it = f" iteration {first.iteration}" if (first.iteration or 1) > 1 else ""
+        return {"step": first.step, "node": first.node, "round": first.round, "iteration": first.iteration or 1,
+                "occurrence": None, "message_index": None, "role": None, "unserved": len(left),
+                "diff": f"{len(left)} recorded call(s) were not asked for by the replayed run; the first: "
+                        f'step "{first.step}" node {first.node} round {first.round}{it}'}
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """The recorded output for this call; at a divergence, stop (or answer live with `then`)."""

@@ -146,8 +146,12 @@ class Event(Displayable):
         return d
 
     @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> Event:
-        """The typed event of a dict (a JSONL line); an unknown type becomes an UnknownEvent."""
+    def from_dict(data: Mapping[str, Any], position: int | None = None) -> Event:
+        """The typed event of a dict (a JSONL line); an unknown type becomes an UnknownEvent.
+
+        A field the line lacks (a hand-written or older trace with only SPEC §9's fields) takes a
+        usable default: `seq` the line's `position` when given, node, round and iteration 1, a text "", a
+        list or mapping empty; a count, a flag or a field that may be absent stays None (unknown)."""
         cls = EVENT_TYPES.get(str(data.get("type")), UnknownEvent)
         names = set(cls.own_fields()) | {"seq", "t", "depth", "caller"}
         kwargs: dict[str, Any] = {}
@@ -167,8 +171,13 @@ class Event(Displayable):
                                       for f in kwargs["fetched"])
         missing = [f.name for f in dataclasses.fields(cls) if f.name not in kwargs and f.name not in cls._BASE
                    and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-        for name in missing:          # a trace written by an older ladr_lab may lack a field: None, not a crash
-            kwargs[name] = None
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        for name in missing:          # a trace written by hand or by an older ladr_lab may lack a field
+            kwargs[name] = _missing(name, str(types[name]))
+        if kwargs.get("iteration", 1) is None:
+            kwargs["iteration"] = 1
+        if kwargs.get("seq") is None and position is not None:
+            kwargs["seq"] = position
         return cls(**kwargs, extra=extra)
 
     def get(self, name: str, default: Any = None) -> Any:
@@ -193,6 +202,23 @@ class Event(Displayable):
         """The event as a static HTML view (a model call with its prompt's sections collapsible)."""
         from .html import event_html
         return event_html(self)
+
+
+_ONE = frozenset({"node", "round", "iteration"})
+_EMPTY: dict[str, Any] = {"str": ""}     # a count or a flag a line lacks stays None: unknown, not 0 or False
+
+
+def _missing(name: str, annotation: str) -> Any:
+    """The default of a required field a trace line lacks (see `Event.from_dict`)."""
+    if "None" in annotation:
+        return None
+    if name in _ONE:
+        return 1
+    if annotation == "list":
+        return []
+    if annotation == "dict":
+        return {}
+    return _EMPTY.get(annotation)
 
 
 def _plain(value: Any) -> Any:
@@ -383,7 +409,7 @@ class RunEnd(Event):
     """The run ended: status, output, error, and the counts. Always the last event."""
 
     TYPE: ClassVar[str] = "run_end"
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error_type", "error_step"})
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"error_type", "error_step", "edited_calls"})
     status: str
     output: str
     error: str | None
@@ -391,6 +417,7 @@ class RunEnd(Event):
     steps: int
     error_type: str | None = None
     error_step: str | None = None
+    edited_calls: int | None = None   # of llm_calls, the calls answered by hand (`Run.step(output=...)`)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -159,7 +159,8 @@ def story_html(s: Story, *, open: bool = False, limit: int = SECTION_CHARS) -> H
         return write_html(s)
     if isinstance(s, EndStory):
         e = s.event
-        return tag("div", "■ ", badge(e.status), f" after {plural(e.llm_calls, 'model call')}",
+        return tag("div", "■ ", badge(e.status), f" after {plural(e.llm_calls, 'model call')}"
+                   + (f", {e.edited_calls} answered by hand" if e.edited_calls else ""),
                    tag("div", e.error, style="color: #cf222e") if e.error else None,
                    concat(tag("b", "output"), pre(e.output, limit)) if e.output else None, cls="ladr-end")
     if isinstance(s, StepStory):

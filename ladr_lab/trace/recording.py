@@ -223,7 +223,7 @@ def load_trace(path: str | Path) -> Trace:
                     raise TraceError(f"trace {path}, line {lineno}: a trace line is a JSON object (an event), "
                                      f"not {type(data).__name__}")
                 try:
-                    t.events.append(Event.from_dict(data))
+                    t.events.append(Event.from_dict(data, len(t.events)))
                 except (TypeError, ValueError) as exc:
                     raise TraceError(f"trace {path}, line {lineno}: not an event this version reads ({exc})") from exc
         except UnicodeDecodeError as exc:

@@ -382,7 +382,8 @@ class EndStory(Story):
 
     def headline(self) -> str:
         e = self.event
-        return f"{e.status} after {e.llm_calls} model call(s)" + (f": {e.error}" if e.error else "")
+        return (f"{_or(e.status)} after {_or(e.llm_calls)} model call(s)" + _by_hand(e.edited_calls)
+                + (f": {e.error}" if e.error else ""))
 
     def text_lines(self) -> list[str]:
         return [] if self.event.depth else ["■ " + self.headline()]
@@ -402,8 +403,18 @@ class OtherStory(Story):
         return []
 
 
+def _by_hand(edited: int | None) -> str:
+    # a fork takes a model call's place (and its slot of maxLlmCalls) but no model answered it: say so
+    return f", {edited} answered by hand" if edited else ""
+
+
+def _or(value: Any) -> str:
+    # a hand-written or cut trace may lack a field: say "?" rather than "None" (or fail)
+    return "?" if value is None or value == "" else str(value)
+
+
 def _label(step: str, node: int | None = None, round: int | None = None, iteration: int = 1) -> str:
-    bits = [step] + ([f"node {node}"] if node is not None else []) + ([f"round {round}"] if round is not None else [])
+    bits = [_or(step)] + ([f"node {node}"] if node is not None else []) + ([f"round {round}"] if round is not None else [])
     if iteration and iteration != 1:
         bits.append(f"iteration {iteration}")
     return " · ".join(bits)
@@ -428,12 +439,13 @@ def describe(e: Event, iteration: int | None = None) -> Story:
                           provenance=e.provenance, model=e.model or "", prompt_chars=e.prompt_chars,
                           sections=sections)
     if isinstance(e, Gate):
-        return GateStory(event=e, label=f"{e.step}#{e.node}", condition=e.condition, matched=e.matched,
-                         branch=e.branch, action=e.action, jump=e.jump, reason=e.reason,
+        return GateStory(event=e, label=f"{_or(e.step)}#{_or(e.node)}", condition=_or(e.condition),
+                         matched=bool(e.matched), branch=_or(e.branch), action=_or(e.action), jump=e.jump,
+                         reason=e.reason or "",
                          verdict=VerdictStory.of(e.verdict))
     if isinstance(e, Write):
-        return WriteStory(event=e, label=f"{e.step}#{e.node}", target=e.target, policy=e.policy,
-                          mechanism=e.mechanism, branch=e.branch, source=e.source, status=e.status,
+        return WriteStory(event=e, label=f"{_or(e.step)}#{_or(e.node)}", target=_or(e.target), policy=_or(e.policy),
+                          mechanism=_or(e.mechanism), branch=e.branch, source=e.source, status=_or(e.status),
                           reason=e.reason or "", chars=e.chars, verdict=VerdictStory.of(e.verdict))
     if isinstance(e, (StepStart, StepEnd)):
         return StepStory(event=e, step=e.step, iteration=e.iteration or 1, started=isinstance(e, StepStart))

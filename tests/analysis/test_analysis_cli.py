@@ -62,6 +62,12 @@ def test_trace_rejudge_table_json_and_exit_codes(traces, edited):
     assert p.returncode == 1, p.stderr        # a verdict flipped
     assert "1 flipped" in p.stdout and "maxItems at /properties/request/properties/files" in p.stdout
     assert "the step would end at round 1" in p.stdout
+    # the rounds after the flip would never happen: their new verdict is unknown, in the table and in JSON
+    later = [ln for ln in p.stdout.splitlines() if "r2" in ln.split("requestMatch")[0]]
+    assert later and all("→ ?" in ln for ln in later)
+    after = [r for r in json.loads(cli("trace", "rejudge", traces["a"], "--ladder", edited, "--json").stdout)
+             if r["after_flip"] is not None]
+    assert after and all(r["new"] is None and r["effect_kind"] == "unknown" for r in after)
     j = cli("trace", "rejudge", traces["a"], "--ladder", RESEARCH, "--json")
     rows = json.loads(j.stdout)
     assert j.returncode == 0 and rows and not any(r["flipped"] for r in rows)
@@ -126,3 +132,18 @@ def test_trace_rejudge_of_an_evaluation_folder(tmp_path, edited, capsys):
     flipping = int(text.split(" of ")[0])
     assert (code == 1) == (flipping > 0) and "row(s) would flip under" in text
     assert main(["trace", "rejudge", str(tmp_path), "--ladder", str(edited)]) == 1
+
+
+def test_show_and_rejudge_read_traces_with_only_the_contract_fields(traces, edited, tmp_path):
+    minimal = tmp_path / "minimal.jsonl"
+    keep = {"type", "step", "node", "round", "messages", "output", "forced_final", "request_match", "request",
+            "fetched", "target", "policy", "status", "reason"}
+    lines = [json.loads(ln) for ln in traces["a"].read_text().splitlines()]
+    minimal.write_text("".join(json.dumps({k: v for k, v in e.items() if k in keep}) + "\n" for e in lines))
+    p = cli("trace", "rejudge", minimal, "--ladder", edited)
+    assert p.returncode == 1 and "Traceback" not in p.stderr and "1 flipped" in p.stdout, p.stderr
+    assert "after the flip at #" in p.stdout and "#None" not in p.stdout
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"type": "llm_call"}\n{"type": "gate"}\n')
+    shown = cli("show", junk)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr and "None#None" not in shown.stdout

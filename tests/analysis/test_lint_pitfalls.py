@@ -83,6 +83,9 @@ def test_max_rounds_high_and_fan_out_cost(tmp_path):
     assert fan.step == "fan" and "5 nodes × (maxRounds 4 + 1) = up to 25" in fan.message
     unbounded = lint(write(tmp_path, ladder_text({"nodes": 3}, budget="{ maxSteps: 5 }")))
     assert codes(unbounded) == ["fan-out-cost"] and "no executionBudget.maxLlmCalls" in unbounded.findings[0].message
+    # the pitfall is fan-out (seed 001): one node over the budget is not it (docs/analysis.md says so too)
+    single = lint(write(tmp_path, ladder_text({"rounds": 8}, budget="{ maxLlmCalls: 4 }")))
+    assert "fan-out-cost" not in codes(single)
 
 
 def test_schema_typos_are_lint_findings_too(tmp_path):

@@ -56,9 +56,9 @@ def test_an_edited_schema_flips_exactly_the_expected_rounds_with_keyword_and_pat
     rows = rejudge_rows(run.trace, build(ladder, with_max_items(2)))
     assert [(r["kind"], r["round"], r["old"], r["new"], r["flipped"]) for r in rows] == [
         ("requestMatch", 1, True, False, True),      # 3 files > maxItems 2
-        ("requestMatch", 2, True, True, False),
-        ("requestMatch", 3, False, False, False),
-        ("gate", None, True, True, False),
+        ("requestMatch", 2, True, None, False),      # after the flip: round 2 would never happen
+        ("requestMatch", 3, False, None, False),
+        ("gate", None, True, None, False),           # ... and the gate would judge another output
     ]
     flip = rows[0]
     assert (flip["keyword"], flip["schema_path"], flip["instance_path"]) == (
@@ -70,6 +70,7 @@ def test_an_edited_schema_flips_exactly_the_expected_rounds_with_keyword_and_pat
     assert "the gate would take else → prune" in flip["effect"]
     # every later row of that node describes a path the run would no longer take
     assert [r["after_flip"] for r in rows[1:]] == [flip["seq"]] * 3
+    assert {r["effect_kind"] for r in rows[1:]} == {"unknown"}
 
 
 def test_a_final_answer_that_would_now_be_a_request_says_what_it_would_fetch(ladder, slates):
@@ -117,6 +118,26 @@ def test_gate_flips_report_the_branch_action(ladder, slates):
     assert [r["kind"] for r in rows] == ["gate"] and rows[0]["effect_kind"] == "unknown"
 
 
+def test_a_gate_flip_between_two_write_branches_says_which_write_would_happen_instead(ladder, slates):
+    writes = """  if:
+    jsonMatches: { type: object, required: [ok], properties: { ok: { minimum: %s } } }
+    then: { write: { to: { slate: Memory, folder: facts, file: core.md }, from: output, "on": append } }
+    else: { write: { to: { slate: Memory, folder: registry, file: no.md }, from: output, "on": append } }
+"""
+    run = recorded(ladder, slates, ['{"ok": 4}'], extra=writes % 4)
+    assert [(w.target, w.branch) for w in run.trace.writes()] == [("Memory/facts/core.md", "then")]
+    rows = rejudge_rows(run.trace, build(ladder, extra=writes % 5))
+    gate = next(r for r in rows if r["kind"] == "gate")
+    assert gate["flipped"] and gate["changed"] and gate["effect_kind"] == "write"
+    assert "write to Memory/registry/no.md" in gate["effect"] and "recorded: then" in gate["effect"]
+    assert "Memory/facts/core.md" in gate["effect"]
+    # both branches writing the same thing: a flip, but no different outcome
+    same = writes.replace("registry, file: no.md", "facts, file: core.md")
+    rows = rejudge_rows(run.trace, build(ladder, extra=same % 5))
+    gate = next(r for r in rows if r["kind"] == "gate")
+    assert gate["flipped"] and not gate["changed"] and gate["effect_kind"] == "none"
+
+
 def test_slate_write_flips_say_whether_the_write_would_be_made(ladder, slates):
     write = """  slateWrite:
     to: { slate: Memory, folder: facts, file: core.md }
@@ -148,7 +169,8 @@ def test_a_path_and_a_trace_give_the_same_table(ladder, slates, tmp_path):
     edited = build(ladder, with_max_items(1))
     df = rejudge(path, edited, detail="all")
     assert df.equals(rejudge(run.trace, edited, detail="all"))
-    assert list(df["flipped"]) == [True, False, False] and df["new_reason"].notna().all()
+    assert list(df["flipped"]) == [True, False, False] and df["new_reason"].notna().tolist() == [True, False, False]
+    assert df["new"].tolist() == [False, None, None] and df["effect_kind"].tolist()[1:] == ["unknown"] * 2
     assert list(rejudge(path, edited, step="nope").index) == []
 
 
@@ -166,7 +188,7 @@ def test_loop_iterations_are_kept_apart(ladder, slates):
     assert run.run().status == "completed"
     edited = ladder(loop.replace('"DONE"', '"again"'), head="name: t\nexecutionBudget: { maxSteps: 5 }\n")
     rows = rejudge_rows(run.trace, edited)
-    assert [(r["iteration"], r["old"], r["new"]) for r in rows] == [(1, False, True), (2, True, False)]
+    assert [(r["iteration"], r["old"], r["new"]) for r in rows] == [(1, False, True), (2, True, None)]
     assert rows[0]["effect_kind"] == "continue" and "recorded: else → jump" in rows[0]["effect"]
     assert rows[1]["after_flip"] == rows[0]["seq"] and rows[1]["effect_kind"] == "unknown"
 

@@ -168,3 +168,39 @@ def test_validate_does_not_build_the_iri_grammar_jsonschema_would_import() -> No
     lib = subprocess.run([sys.executable, "-c", "import sys, ladr_lab; print(sys.modules.get('rfc3987_syntax', 'absent'))"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert lib.stdout.strip() == "absent"                       # importing the library changes nothing
+
+
+def test_run_replay_of_fewer_calls_than_recorded_exits_1_and_says_so(tmp_path):
+    lad = tmp_path / "l.yaml"
+    text = "name: x\nsteps: [{ id: s, nodes: 2 }]\n"
+    lad.write_text(text)
+    (tmp_path / "s.yaml").write_text("s/1: [one]\ns/2: [two]\n")
+    trace = tmp_path / "t.jsonl"
+    assert main(["run", str(lad), "--model", f"script:{tmp_path / 's.yaml'}", "--trace-out", str(trace),
+                 "--json"]) == 0
+    lad.write_text(text.replace("nodes: 2", "nodes: 1"))
+    p = cli("run", str(lad), "--model", f"replay:{trace}", "--json")
+    s = json.loads(p.stdout.strip().splitlines()[-1])
+    assert p.returncode == 1 and s["status"] == "completed" and s["divergence"]["unserved"] == 1
+    assert (s["divergence"]["step"], s["divergence"]["node"]) == ("s", 2)
+    p = cli("run", str(lad), "--model", f"replay:{trace}")
+    assert p.returncode == 1 and "1 recorded call(s) were not asked for" in p.stdout
+
+
+def test_json_commands_print_json_for_a_bad_ladder(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: b\nsteps:\n  - id: s\n    fieldz: []\n")
+    inputs = tmp_path / "in.csv"
+    inputs.write_text("id,context\n1,q\n")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"type": "run_end", "status": "completed", "output": ""}\n')
+    for args in (["run", bad], ["eval", bad, "--inputs", inputs, "--out", tmp_path / "ev", "--no-progress"],
+                 ["trace", "rejudge", trace, "--ladder", bad]):
+        p = cli(*map(str, args), "--json")
+        s = json.loads(p.stdout)                  # one JSON object, not FILE:LINE:COL lines
+        assert p.returncode == 1 and "Traceback" not in p.stderr
+        assert {"status", "output", "llm_calls", "error"} <= set(s) and s["status"] == "error"
+        assert s["error_type"] == "ConfigErrors" and s["error_where"] == f"{bad}:4:5"
+        assert [(q["rule"], q["suggestion"], q["line"]) for q in s["problems"]] == [("unknown-key", "fields", 4)]
+    plain = cli("trace", "rejudge", str(trace), "--ladder", str(bad))
+    assert plain.returncode == 1 and plain.stdout.startswith(f"{bad}:4:5: error:")

@@ -235,3 +235,22 @@ def test_every_independent_problem_of_a_block_in_one_pass():
     assert errs == sorted(errs, key=lambda e: (e.line, e.column))
     typo = next(e for e in errs if e.rule == "unknown-jump-target")
     assert typo.suggestion == "verify" and str(typo).endswith('(did you mean "verify"?)')
+
+
+@pytest.mark.parametrize("src, suggestion", [("previous.output", "previous"), ("output.text", "output"),
+                                             ("knobs.topic", "{{knobs.topic}}")])
+def test_a_literal_spelled_like_a_reference_is_a_warning_with_a_did_you_mean(src, suggestion):
+    text = ("name: p\nsteps:\n  - id: a\n  - id: b\n    fields:\n"
+            f"      - {{ name: Prev, type: text, from: {src} }}\n"
+            "      - { name: Q, type: text, from: input.context }\n"
+            "    if: { equals: x, then: { write: { to: { slate: S, folder: f, file: a.md }, from: input.context } },"
+            " else: continue }\n"
+            "slates: [{ title: S, path: /tmp, folders: [{ name: f, files: [{ name: a.md }] }] }]\n")
+    found = [p for p in iter_problems(text) if p.rule == "source-form"]
+    (prev, write) = found
+    assert prev.severity == "warning" and prev.suggestion == suggestion and f'"{src}" is not a source' in prev.message
+    assert prev.line == 6
+    # input.NAME is a source of a text field, but a literal in a gated write
+    assert write.severity == "warning" and "input.NAME is read only by" in write.message
+    assert not [p for p in iter_problems(text.replace(src, "Plain words. Or v1.2")) if p.rule == "source-form"
+                and p.line == 6]

@@ -117,6 +117,59 @@ def test_a_changed_prompt_at_step_two_replays_step_one_and_reports_step_two(ladd
     assert [c.provenance for c in mixed.trace.calls()] == ["recorded", "scripted"]
 
 
+def test_a_replay_that_asks_for_fewer_calls_than_recorded_diverges(ladder, slates, tmp_path):
+    step = """
+        - id: research
+          retrieve:
+            to: { slate: Knowledge, folder: docs }
+            as: Docs
+            maxRounds: 3
+            requestMatch: %s
+        """
+    out = tmp_path / "t.jsonl"
+    loose = ladder(step % "{ type: object }")      # a final answer in JSON is taken as a request
+    Run(loose, model=ScriptedModel({"research": ['{"answer": 42}', '{"answer": 42}', "done"]}), slates=slates,
+        input="q", trace_out=out).run()
+    fixed = ladder(step % "{ type: object, required: [request] }")
+    replay = Run(fixed, model=ReplayModel(out), slates=slates)
+    assert replay.result.divergence is None           # not started: nothing to say yet
+    res = replay.run()
+    assert res.status == "completed" and res.llm_calls == 1
+    d = res.divergence
+    assert d is not None and d["unserved"] == 2 and (d["step"], d["node"], d["round"]) == ("research", 1, 2)
+    assert "2 recorded call(s) were not asked for" in d["diff"]
+    same = Run(loose, model=ReplayModel(out), slates=slates).run()
+    assert same.divergence is None and same.llm_calls == 3
+
+
+def test_replay_answers_steps_that_declare_their_own_model(ladder, slates, tmp_path):
+    lad = ladder("""
+        - id: one
+        - id: two
+          model: offline
+        """)
+    out = tmp_path / "t.jsonl"
+    original = Run(lad, model=ScriptedModel({"one": ["first"]}), slates=slates, input="q", trace_out=out)
+    original.run()
+    assert [c.provenance for c in original.trace.calls()] == ["scripted", "offline"]
+    replay = Run(lad, model=ReplayModel(out), slates=slates)
+    res = replay.run()
+    assert res.status == "completed" and res.output == original.output
+    assert [c.provenance for c in replay.trace.calls()] == ["recorded", "recorded"] and res.live_calls == 0
+    # a mixed replay's live answers are counted whatever model gives them
+    edited = ladder("""
+        - id: one
+          systemPrompt: changed
+        - id: two
+          model: offline
+        """)
+    mixed = Run(edited, model=ReplayModel(out, then=ScriptedModel({"one": ["live"], "two": ["live 2"]})),
+                slates=slates)
+    res = mixed.run()
+    assert res.status == "completed" and res.live_calls == 2
+    assert [c.provenance for c in mixed.trace.calls()] == ["scripted", "scripted"]
+
+
 def test_a_fork_answers_the_pending_call_by_hand_and_is_judged_like_a_model(ladder, slates):
     lad = ladder("""
         - id: research
@@ -133,6 +186,25 @@ def test_a_fork_answers_the_pending_call_by_hand_and_is_judged_like_a_model(ladd
     run.run()
     assert run.output == "the model's own final answer" and run.llm_calls == 2
     assert [c.provenance for c in run.trace.calls()] == ["edited", "scripted"]
+    # the summary says which calls no model answered
+    assert run.result.edited_calls == 1 and "(1 answered by hand)" in run.result.to_text()
+    end = run.trace.events[-1]
+    assert end.edited_calls == 1 and "2 model call(s), 1 answered by hand" in end.to_text()
+
+
+def test_a_fork_on_a_finished_run_is_an_error_and_forks_spend_the_budget(ladder, slates):
+    import pytest
+
+    from ladr_lab.errors import RunError
+
+    lad = ladder("- id: a\n- id: b\n", head="name: t\nexecutionBudget: { maxLlmCalls: 1 }\n")
+    run = Run(lad, model=ScriptedModel({"b": ["never"]}), slates=slates)
+    run.step(output="by hand")          # takes the one call maxLlmCalls allows, as the model's call would
+    run.run()
+    assert run.status == "budget_exhausted" and run.llm_calls == 1 and run.result.edited_calls == 1
+    with pytest.raises(RunError, match="the run has ended"):
+        run.step(output="late")
+    assert run.step() == []             # asking for the next call of a finished run is still no call
 
 
 def test_result_is_a_property_and_the_old_call_still_works_with_a_warning(ladder, slates):
@@ -242,6 +314,12 @@ def test_run_closes_the_models_it_made_and_not_the_ones_it_was_given(ladder, sla
     given = OfflineModel()
     Run(lad, model=given, slates=slates, input="q").run()
     assert closed == [mine.model]
+    # a step's own `model:` is made by the run, so the run closes it (the given run model stays open)
+    closed.clear()
+    per_step = Run(ladder("- id: a\n- id: b\n  model: offline\n"), model=ScriptedModel({"a": ["x"]}),
+                   slates=slates, input="q")
+    per_step.run()
+    assert len(closed) == 1 and isinstance(closed[0], OfflineModel) and per_step.trace.calls()[1].provenance == "offline"
 
 
 def test_a_user_model_needs_only_complete(ladder, slates):
@@ -275,3 +353,22 @@ def test_a_shared_store_keeps_its_bindings_for_a_ladder_without_paths(ladder, sl
     first.run()
     again = Run(lad, model=ScriptedModel(["y"]), store=first.store)     # no slates=: the store's bindings stand
     assert again.run().status == "completed" and "core.md" in again.trace.calls()[0].messages[1]["content"]
+
+
+def test_a_model_error_gives_the_failed_call_s_step_and_node_in_the_result(ladder, slates):
+    lad = ladder("""
+        - id: one
+        - id: two
+          nodes: 2
+        """)
+
+    def model(messages, call):
+        if call.step == "two" and call.node == 2:
+            raise ValueError("api down")
+        return "fine"
+
+    run = Run(lad, model=ScriptedModel(model), slates=slates)
+    res = run.run()
+    assert res.status == "error" and res.error_type == "ModelError" and "api down" in res.error
+    assert run.exception.call.node == 2
+    assert (res.error_step, res.error_node) == ("two", 2)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
@@ -54,6 +55,25 @@ def test_stops_at_the_first_divergence_with_a_diff(trace):
     assert info.value.divergence is d and isinstance(info.value, ModelError)
     assert (d["step"], d["node"], d["round"], d["message_index"]) == ("research", 1, 1, 1)
     assert "-slates?" in d["diff"] and "+metatags?" in d["diff"] and "+metatags?" in str(info.value)
+
+
+def test_a_divergence_pickles_and_unpickles_with_its_data_and_call(trace):
+    m = ReplayModel(trace)
+    info = CallInfo(step="research", node=1, round=1)
+    with pytest.raises(ReplayDivergence) as caught:
+        m.complete(msgs("Question:\nmetatags?\n\nIndex:\n[]"), call=info)
+    caught.value.call = info
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert type(back) is ReplayDivergence and str(back) == str(caught.value) and back.args == caught.value.args
+    assert back.divergence == caught.value.divergence and back.call == info
+
+
+def test_unserved_calls_are_listed_in_recording_order(trace):
+    m = ReplayModel(trace)
+    assert [(c.step, c.node, c.round) for c in m.unserved][:2] == [("research", 1, 1), ("research", 2, 1)]
+    m.complete(msgs("Question:\nslates?\n\nIndex:\n[]"), call=CallInfo(step="research", node=1, round=1))
+    d = m.unserved_divergence()
+    assert d is not None and d["unserved"] == 3 and (d["step"], d["node"], d["round"]) == ("research", 2, 1)
 
 
 def test_mixed_replay_goes_live_from_the_divergence_on(trace):

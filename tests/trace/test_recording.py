@@ -115,7 +115,22 @@ def test_unknown_types_and_keys_are_kept_whole():
 
 def test_an_older_trace_missing_a_field_still_reads():
     e = Event.from_dict({"type": "gate", "step": "s", "node": 1})
-    assert e.type == "gate" and e.condition is None
+    assert e.type == "gate" and e.condition == "" and e.jump is None and e.verdict is None
+
+
+def test_a_line_with_only_some_fields_gets_usable_defaults():
+    call = Event.from_dict({"type": "llm_call"}, 4)
+    assert isinstance(call, LlmCall) and call.seq == 4
+    assert (call.step, call.node, call.round, call.iteration, call.messages, call.output) == ("", 1, 1, 1, [], "")
+    assert call.forced_final is None and call.request_match is None and call.prompt_sections()[0].text == ""
+    # SPEC §9's required llm_call fields only: no seq, no iteration; Trace.call finds it
+    spec = {"type": "llm_call", "step": "s", "node": 2, "round": 1, "messages": [], "output": "x",
+            "forced_final": False, "request_match": None}
+    t = Trace()
+    t.events.append(Event.from_dict(spec))
+    assert t.call("s", 2, 1).output == "x" and t.events[0].seq is None
+    assert Event.from_dict({**spec, "iteration": None}).iteration == 1
+    assert Event.from_dict({"type": "step_start", "step": "s"}).to_dict()["nodes"] is None   # a count: unknown
 
 
 def test_every_event_type_has_a_class_and_round_trips():

@@ -159,3 +159,18 @@ def test_a_step_the_run_ended_by_its_error_does_not_say_running(ladder, slates):
     for e in run.trace.events[:-1]:                     # before the run's end, the step is running
         live.add(e)
     assert live.steps[0].headline().endswith("; running")
+
+
+def test_events_missing_fields_are_described_with_question_marks_not_none_or_a_crash():
+    from ladr_lab.trace import Event
+    gate = describe(Event.from_dict({"type": "gate"}))
+    assert "None" not in gate.headline() and gate.headline().startswith("gate ?#1: ? → ?")
+    write = describe(Event.from_dict({"type": "write", "step": "s"}))
+    assert write.headline().startswith("write ? (?, ?)") and "None" not in write.headline()
+    call = describe(Event.from_dict({"type": "llm_call"}))
+    assert call.label == "? · node 1 · round 1"
+    out = io.StringIO()
+    printer = RoundPrinter(out)
+    for d in ({"type": "llm_call"}, {"type": "gate"}, {"type": "write"}, {"type": "step_end"}, {"type": "run_end"}):
+        printer(Event.from_dict(d))
+    assert "None" not in out.getvalue().replace("None)", "")
