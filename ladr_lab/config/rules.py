@@ -62,6 +62,8 @@ CODES: dict[str, Code] = {
     "duplicate-step-id": Code("two steps with one id"),
     "step-type": Code("a step type other than normal, sequential, group, call"),
     "nodes-value": Code("nodes that is not a whole number >= 1"),
+    "nodes-unbounded": Code("nodes above 10,000 with no executionBudget.maxLlmCalls to stop them"),
+    "nodes-over-budget": Code("(warning) a step whose nodes alone exceed executionBudget.maxLlmCalls"),
     "ignored-prompt": Code("(warning) fields or systemPrompt on a group or call step, which makes no call"),
     "retrieve-step-type": Code("retrieve on a group or call step", at_key=True),
     "group-gate": Code("if: on a group step (a group has no output of its own)", at_key=True),

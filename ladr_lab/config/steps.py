@@ -97,6 +97,32 @@ def _nodes(site: Site) -> Iterator[ConfigError]:
         yield problem(f"nodes must be a whole number >= 1 (got {nodes!r})", at=("nodes",))
 
 
+MAX_UNBUDGETED_NODES = 10_000
+
+
+def _max_llm_calls(site: Site) -> int | None:
+    budget = site.doc.data.get("executionBudget") if isinstance(site.doc.data, dict) else None
+    cap = budget.get("maxLlmCalls") if isinstance(budget, dict) else None
+    return cap if whole(cap) else None
+
+
+@rule("step", "nodes-unbounded")
+def _nodes_unbounded(site: Site) -> Iterator[ConfigError]:
+    # every node of a step starts at once: with no budget to stop them, 10^20 nodes is a hang, not a run
+    nodes = node_count(site.raw.get("nodes", 1))
+    if whole(nodes, MAX_UNBUDGETED_NODES + 1) and _max_llm_calls(site) is None:
+        yield problem(f"nodes is {nodes:,}: above {MAX_UNBUDGETED_NODES:,} a step needs an "
+                      "executionBudget.maxLlmCalls to stop it", at=("nodes",))
+
+
+@rule("step", "nodes-over-budget")
+def _nodes_over_budget(site: Site) -> Iterator[ConfigError]:
+    nodes, cap = node_count(site.raw.get("nodes", 1)), _max_llm_calls(site)
+    if cap is not None and whole(nodes, cap + 1):
+        yield problem(f"nodes is {nodes:,}, more than executionBudget.maxLlmCalls ({cap:,}): the step alone "
+                      "exhausts the budget (at most that many nodes run)", at=("nodes",), severity="warning")
+
+
 @rule("step", "wrong-type")
 def _step_types(site: Site) -> Iterator[ConfigError]:
     raw = site.raw

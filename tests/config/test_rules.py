@@ -235,3 +235,25 @@ def test_every_independent_problem_of_a_block_in_one_pass():
     assert errs == sorted(errs, key=lambda e: (e.line, e.column))
     typo = next(e for e in errs if e.rule == "unknown-jump-target")
     assert typo.suggestion == "verify" and str(typo).endswith('(did you mean "verify"?)')
+
+
+def _all(text: str, knobs: dict | None = None) -> list[ConfigError]:
+    return list(iter_problems(text, file="l.yaml", knobs=knobs))
+
+
+@pytest.mark.parametrize("nodes", ["100000000", "'{{knobs.n}}'"])
+def test_huge_nodes_without_a_budget_is_refused_and_within_a_budget_warned(nodes):
+    knobs = {"n": 99_999_999_999_999_999_999} if "knobs" in nodes else None
+    text = f"name: t\nknobs: {{n: 1}}\nsteps:\n  - {{ id: a, nodes: {nodes}, systemPrompt: x }}\n"
+    (err,) = [p for p in _all(text, knobs) if p.severity == "error"]
+    assert err.rule == "nodes-unbounded" and "executionBudget.maxLlmCalls" in str(err)
+    budgeted = text.replace("steps:", "executionBudget: {maxLlmCalls: 5}\nsteps:")
+    problems = _all(budgeted, knobs)
+    assert [(p.rule, p.severity) for p in problems] == [("nodes-over-budget", "warning")]
+    assert "maxLlmCalls (5)" in str(problems[0])
+
+
+def test_nodes_within_the_budget_and_below_the_bound_are_not_flagged():
+    text = "name: t\nexecutionBudget: {maxLlmCalls: 5}\nsteps:\n  - { id: a, nodes: 5, systemPrompt: x }\n"
+    assert _all(text) == []
+    assert _all("name: t\nsteps:\n  - { id: a, nodes: 10000, systemPrompt: x }\n") == []
