@@ -8,6 +8,7 @@
     ├── ModelError                          a model could not answer
     │   └── ScriptExhausted                 a scripted model ran out of outputs for a key
     └── RunError                            the runtime could not continue a run
+        ├── RunArgumentError (also ValueError)  an argument of Run() it cannot take (max_fetch_chars=-1)
         ├── BudgetExhausted                 executionBudget.maxLlmCalls or maxSteps reached
         ├── NodeDependencyError             a step depends on a step that had zero survivors
         └── SourceResolutionError           a `from:` source could not be resolved at run time
@@ -16,6 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+ECHO_CHARS = 80     # how much of an offending value a message repeats
+
+
+def short_repr(value: Any, limit: int = ECHO_CHARS) -> str:
+    """`repr(value)` as an error message echoes it: at most `limit` characters, a cut one ending in "…"."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit * 4 else repr(value[: limit * 4])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class LadrError(Exception):
@@ -141,6 +150,10 @@ class RunError(LadrError):
                 "round": getattr(call, "round", None), "path": list(self.path)}
 
 
+class RunArgumentError(RunError, ValueError):
+    """An argument of `Run(...)` has a value it cannot take (raised before anything runs)."""
+
+
 class BudgetExhausted(RunError):
     """executionBudget.maxLlmCalls or maxSteps was reached."""
 
@@ -155,5 +168,6 @@ class SourceResolutionError(RunError):
 
 __all__ = [
     "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
-    "PathRefused", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
+    "PathRefused", "RunArgumentError", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
+    "short_repr",
 ]
