@@ -23,8 +23,21 @@ ECHO_CHARS = 80     # how much of an offending value a message repeats
 
 def short_repr(value: Any, limit: int = ECHO_CHARS) -> str:
     """`repr(value)` as an error message echoes it: at most `limit` characters, a cut one ending in "…"."""
-    text = repr(value) if not isinstance(value, str) or len(value) <= limit * 4 else repr(value[: limit * 4])
+    if isinstance(value, str) and len(value) > limit * 4:
+        value = value[: limit * 4]           # repr of a 10 MB string is not built to keep 80 characters of it
+    try:
+        text = repr(value)
+    except ValueError:                       # an int past Python's 4,300-digit str() limit
+        return f"a whole number of about {int(abs(value).bit_length() * 0.30103):,} digits"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short_text(value: Any, limit: int = ECHO_CHARS) -> str:
+    """A value as a message quotes it ("unknown step type \"…\""): a string as is, else its repr, cut like
+    `short_repr`."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    return short_repr(value, limit)
 
 
 class LadrError(Exception):
@@ -169,5 +182,5 @@ class SourceResolutionError(RunError):
 __all__ = [
     "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
     "PathRefused", "RunArgumentError", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
-    "short_repr",
+    "short_repr", "short_text",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr, short_text
 from ..slate import METATAG_TYPES, SYSTEM_METATAGS, FolderSpec
 from .model import SlateDecl
 from .rules import Doc, Site, children, problem, rule, suggest, typename, whole
@@ -153,7 +153,7 @@ def _budget_values(site: Site) -> Iterator[ConfigError]:
     for k in BUDGET_KEYS:
         v = site.raw.get(k)
         if v is not None and not whole(v):
-            yield problem(f"executionBudget.{k} must be a whole number >= 1 (got {v!r})", at=(k,))
+            yield problem(f"executionBudget.{k} must be a whole number >= 1 (got {short_repr(v)})", at=(k,))
 
 
 @children("ladder")
@@ -241,7 +241,7 @@ def _metatag_problems(raw: Any, owner: str, at: tuple) -> Iterator[tuple[str, Co
             yield "system-metatag", problem(f'{owner}: "{k}" is a system metatag and cannot be declared',
                                             at=at + (k,))
         elif not isinstance(v, str) or v not in METATAG_TYPES:
-            yield "metatag-type", problem(f'{owner}: metatag "{k}" has unknown type "{v}"; use one of '
+            yield "metatag-type", problem(f'{owner}: metatag "{k}" has unknown type "{short_text(v)}"; use one of '
                                           + ", ".join(METATAG_TYPES), at=at + (k,),
                                           suggestion=suggest(v, METATAG_TYPES))
 

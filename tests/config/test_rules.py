@@ -257,3 +257,42 @@ def test_nodes_within_the_budget_and_below_the_bound_are_not_flagged():
     text = "name: t\nexecutionBudget: {maxLlmCalls: 5}\nsteps:\n  - { id: a, nodes: 5, systemPrompt: x }\n"
     assert _all(text) == []
     assert _all("name: t\nsteps:\n  - { id: a, nodes: 10000, systemPrompt: x }\n") == []
+
+
+LONG = "[" * 5000
+
+
+@pytest.mark.parametrize("snippet", [
+    "- { id: a, nodes: 'LONG' }",
+    "- { id: a, type: 'LONG' }",
+    "- { id: a, fields: [{ name: F, type: 'LONG' }] }",
+    "- { id: a, retrieve: { to: { slate: M, folder: facts }, as: D, maxRounds: 'LONG', requestMatch: {type: object} } }",
+    "- { id: a, if: { equals: x, then: 'LONG', else: continue } }",
+    "- { id: a, slateWrite: { to: { slate: M, folder: facts, file: core.md }, on: 'LONG', match: {type: object} } }",
+    "- { id: a, slateWrite: { to: { slate: M, folder: facts, file: core.md }, on: mergeByKey, key: ['LONG'], "
+    "match: {type: object} } }",
+    "- { id: a, type: call, call: { ladder: self, maxDepth: 'LONG' } }",
+    "- { id: a }\n- { id: b, fields: [{ name: F, type: text, from: { stepId: a, nodeRef: 'LONG' } }] }",
+    "- { id: a }\n- { id: b, fields: [{ name: F, type: text, from: { stepId: a, node: 'LONG' } }] }",
+])
+def test_an_offending_value_is_echoed_at_most_80_characters(snippet):
+    errs = errors(snippet.replace("LONG", LONG))
+    assert errs, snippet
+    for e in errs:
+        assert len(str(e)) < 300 and "[[[[" in str(e) and "…" in str(e), str(e)[:400]
+
+
+def test_a_budget_value_and_a_metatag_type_are_echoed_short_too():
+    text = (f"name: t\nexecutionBudget: {{ maxLlmCalls: '{LONG}' }}\nslates:\n  - title: M\n    folders:\n"
+            f"      - {{ name: f, metatags: {{ x: '{LONG}' }} }}\nsteps:\n  - {{ id: a }}\n")
+    errs = [p for p in iter_problems(text) if p.severity == "error"]
+    assert {e.rule for e in errs} == {"budget-value", "metatag-type"}
+    assert all(len(str(e)) < 300 and "…" in str(e) for e in errs)
+
+
+@pytest.mark.parametrize("knob", [None, "1" + "0" * 5000])
+def test_nodes_with_more_digits_than_python_reads_is_one_clear_problem(knob):
+    nodes = "'{{knobs.n}}'" if knob else "1" + "0" * 5000
+    text = f"name: t\nknobs: {{n: 1}}\nsteps:\n  - {{ id: a, nodes: {nodes}, systemPrompt: x }}\n"
+    (err,) = _all(text, {"n": knob} if knob else None)
+    assert err.rule == "nodes-value" and "5,001-digit number" in str(err) and len(str(err)) < 200
