@@ -135,8 +135,8 @@ class _Round:
             return
         try:
             rel = self.folder.normalize(asked)
-        except PathRefused:
-            self.add(Fetched(path=asked, mode=mode, status="not_found", **extra))
+        except PathRefused as exc:
+            self.add(Fetched(path=asked, mode=mode, status="not_found", note=f"refused: {exc}", **extra))
             return
         shown = asked if asked != rel else None
         if self.hidden:                     # the round is full: read nothing more
@@ -250,15 +250,19 @@ def _subfolder(rnd: _Round, folder, sub: Any) -> None:
         rnd.add(Fetched(path=_short(sub), mode="subfolders", status="no_match",
                         note=f"subfolders takes folder names (got {_short(sub)})"))
         return
+    note = None
     try:
-        rel = folder.normalize(sub) if sub.strip("/.") else ""
+        # "", ".", "/" and "./" name the folder itself; ".." (anywhere) is refused like any path that leaves it
+        rel = "" if all(part in ("", ".") for part in sub.split("/")) else folder.normalize(sub)
         listing = folder.index(rel) if rel else folder.index()
-    except (PathRefused, SlateError):
+    except PathRefused as exc:
+        rel, listing, note = sub, None, f"refused: {exc}"
+    except SlateError:
         rel, listing = sub, None
     label = (rel or "") + "/"
     asked = sub if sub.rstrip("/") != rel else None
     if listing is None:
-        rnd.add(Fetched(path=sub.rstrip("/") + "/", mode="subfolders", status="not_found"))
+        rnd.add(Fetched(path=sub.rstrip("/") + "/", mode="subfolders", status="not_found", note=note))
     else:
         rnd.listing(label, "subfolders", listing, asked)
 
@@ -280,14 +284,20 @@ def _metatag(rnd: _Round, folder, q: Any, similar: list[str]) -> None:
         return
     if name in FOLDER_LEVEL:
         # index and tree describe the folder, not a file: answer with the folder-level value itself
-        raw_depth = q.get("depth")
-        depth = raw_depth if isinstance(raw_depth, int) and not isinstance(raw_depth, bool) and raw_depth > 0 \
-            else None
+        depth = q.get("depth") if name == "tree" else None
+        if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+            rnd.add(Fetched(path=name, mode="metatag", status="no_match",
+                            note=f"tree takes depth as a whole number >= 1 (got {_short(depth)})"))
+            return
         rnd.listing(name, "metatag", folder.index() if name == "index" else folder.tree(depth))
         return
     contains = q.get("contains")
+    if contains is not None and not isinstance(contains, str):
+        rnd.add(Fetched(path=name, mode="metatag", status="no_match",
+                        note=f"metatag contains takes a text (got {_short(contains)})"))
+        return
     label = name + (f'~"{contains}"' if contains is not None else "")
-    matches = folder.metatag_query(name, None if contains is None else str(contains))
+    matches = folder.metatag_query(name, contains)
     if not matches:
         rnd.add(Fetched(path=label, mode="metatag", status="no_match"))
     for rel in matches:
