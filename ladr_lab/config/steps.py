@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConfigError, short_repr, short_text
 from .model import FIELD_TYPES, STEP_TYPES
 from .references import ref_problems
-from .rules import Doc, Site, StepScope, children, problem, rule, suggest, typename, whole
+from .rules import Doc, Site, StepScope, children, problem, rule, suggest, typename, whole, yaml_word
 
 
 def step_scopes(doc: Doc) -> None:
@@ -143,7 +143,8 @@ def _step_types(site: Site) -> Iterator[ConfigError]:
         if not isinstance(f, dict):
             yield problem(f"fields[{i}] must be a mapping", at=("fields", i))
     if raw.get("systemPrompt") is not None and not isinstance(raw["systemPrompt"], str):
-        yield problem("systemPrompt must be a string", at=("systemPrompt",))
+        yield problem("systemPrompt must be a string" + yaml_word(site, ("systemPrompt",)),
+                      at=("systemPrompt",))
     if "retrieve" in raw and not isinstance(raw["retrieve"], dict):
         yield problem("retrieve must be a mapping", at=("retrieve",))
     if "if" in raw and not isinstance(raw["if"], dict):
@@ -151,7 +152,7 @@ def _step_types(site: Site) -> Iterator[ConfigError]:
     if "slateWrite" in raw and not isinstance(raw["slateWrite"], dict):
         yield problem("slateWrite must be a mapping", at=("slateWrite",))
     if raw.get("model") is not None and not isinstance(raw["model"], str):
-        yield problem("model must be a string", at=("model",))
+        yield problem("model must be a string" + yaml_word(site, ("model",)), at=("model",))
 
 
 @rule("step", "field-name")

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import ConfigError, short_repr, short_text
 from .model import WRITE_POLICIES
 from .references import jump_target
-from .rules import Site, children, problem, rule, suggest
+from .rules import Site, children, problem, rule, suggest, yaml_word
 
 ACTIONS = ("continue", "abort", "prune")
 
@@ -57,7 +57,7 @@ for _kind in ("slateWrite", "write"):
 def _slate_write_field(site: Site) -> Iterator[ConfigError]:
     fld = site.raw.get("field")
     if fld is not None and not isinstance(fld, str):
-        yield problem("slateWrite.field must be a string", at=("field",))
+        yield problem("slateWrite.field must be a string" + yaml_word(site, ("field",)), at=("field",))
 
 
 @children("slateWrite")
@@ -93,7 +93,7 @@ def _condition(site: Site) -> Iterator[ConfigError]:
 def _equals_type(site: Site) -> Iterator[ConfigError]:
     equals = site.raw.get("equals")
     if "equals" in site.raw and (not isinstance(equals, (str, int, float)) or isinstance(equals, bool)):
-        yield problem("if.equals must be a string", at=("equals",))
+        yield problem("if.equals must be a string" + yaml_word(site, ("equals",)), at=("equals",))
 
 
 @children("if")

@@ -296,3 +296,20 @@ def test_nodes_with_more_digits_than_python_reads_is_one_clear_problem(knob):
     text = f"name: t\nknobs: {{n: 1}}\nsteps:\n  - {{ id: a, nodes: {nodes}, systemPrompt: x }}\n"
     (err,) = _all(text, {"n": knob} if knob else None)
     assert err.rule == "nodes-value" and "5,001-digit number" in str(err) and len(str(err)) < 200
+
+
+@pytest.mark.parametrize("word,value", [("YES", "true"), ("no", "false"), ("On", "true"), ("off", "false")])
+def test_an_unquoted_yaml_boolean_word_where_a_string_belongs_says_so(word, value):
+    text = (f"name: t\nmodel: {word}\nsteps:\n  - id: a\n    systemPrompt: {word}\n"
+            f"    if: {{ equals: {word}, then: continue, else: abort }}\n")
+    errs = [p for p in iter_problems(text) if p.severity == "error"]
+    assert len(errs) == 3
+    for e in errs:
+        assert str(e).endswith(f'must be a string; YAML read {word} as {value}: quote it ("{word}")'), str(e)
+    quoted = text.replace(f" {word}", f" '{word}'")
+    assert [p for p in iter_problems(quoted) if p.severity == "error"] == []
+
+
+def test_a_literal_true_where_a_string_belongs_gets_no_yaml_hint():
+    (e,) = errors("- { id: a, if: { equals: true, then: continue, else: abort } }")
+    assert str(e).endswith("if.equals must be a string")
