@@ -135,8 +135,9 @@ class _Round:
             return
         try:
             rel = self.folder.normalize(asked)
-        except PathRefused as exc:
-            self.add(Fetched(path=asked, mode=mode, status="not_found", note=f"refused: {exc}", **extra))
+        except PathRefused:
+            # exactly "(not found)" (SPEC conformance): a refused path is not told apart from a missing one
+            self.add(Fetched(path=asked, mode=mode, status="not_found", **extra))
             return
         shown = asked if asked != rel else None
         if self.hidden:                     # the round is full: read nothing more
@@ -250,19 +251,16 @@ def _subfolder(rnd: _Round, folder, sub: Any) -> None:
         rnd.add(Fetched(path=_short(sub), mode="subfolders", status="no_match",
                         note=f"subfolders takes folder names (got {_short(sub)})"))
         return
-    note = None
     try:
         # "", ".", "/" and "./" name the folder itself; ".." (anywhere) is refused like any path that leaves it
         rel = "" if all(part in ("", ".") for part in sub.split("/")) else folder.normalize(sub)
         listing = folder.index(rel) if rel else folder.index()
-    except PathRefused as exc:
-        rel, listing, note = sub, None, f"refused: {exc}"
-    except SlateError:
+    except SlateError:       # PathRefused included: "(not found)", as for files
         rel, listing = sub, None
     label = (rel or "") + "/"
     asked = sub if sub.rstrip("/") != rel else None
     if listing is None:
-        rnd.add(Fetched(path=sub.rstrip("/") + "/", mode="subfolders", status="not_found", note=note))
+        rnd.add(Fetched(path=sub.rstrip("/") + "/", mode="subfolders", status="not_found"))
     else:
         rnd.listing(label, "subfolders", listing, asked)
 
