@@ -9,6 +9,7 @@
     ├── ModelError                          a model could not answer
     │   └── ScriptExhausted                 a scripted model ran out of outputs for a key
     └── RunError                            the runtime could not continue a run
+        ├── RunArgumentError (also ValueError)  an argument of Run() it cannot take (max_fetch_chars=-1)
         ├── BudgetExhausted                 executionBudget.maxLlmCalls or maxSteps reached
         ├── NodeDependencyError             a step depends on a step that had zero survivors
         └── SourceResolutionError           a `from:` source could not be resolved at run time
@@ -17,6 +18,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+ECHO_CHARS = 80     # how much of an offending value a message repeats
+
+
+def short_repr(value: Any, limit: int = ECHO_CHARS) -> str:
+    """`repr(value)` as an error message echoes it: at most `limit` characters, a cut one ending in "…"."""
+    if isinstance(value, str) and len(value) > limit * 4:
+        value = value[: limit * 4]           # repr of a 10 MB string is not built to keep 80 characters of it
+    try:
+        text = repr(value)
+    except ValueError:                       # an int past Python's 4,300-digit str() limit
+        return f"a whole number of about {int(abs(value).bit_length() * 0.30103):,} digits"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short_text(value: Any, limit: int = ECHO_CHARS) -> str:
+    """A value as a message quotes it ("unknown step type \"…\""): a string as is, else its repr, cut like
+    `short_repr`."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    return short_repr(value, limit)
 
 
 class LadrError(Exception):
@@ -146,6 +168,10 @@ class RunError(LadrError):
                 "round": getattr(call, "round", None), "path": list(self.path)}
 
 
+class RunArgumentError(RunError, ValueError):
+    """An argument of `Run(...)` has a value it cannot take (raised before anything runs)."""
+
+
 class BudgetExhausted(RunError):
     """executionBudget.maxLlmCalls or maxSteps was reached."""
 
@@ -160,5 +186,6 @@ class SourceResolutionError(RunError):
 
 __all__ = [
     "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
-    "PathRefused", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError", "TraceError",
+    "PathRefused", "RunArgumentError", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
+    "TraceError", "short_repr", "short_text",
 ]

@@ -121,7 +121,8 @@ class Fetcher:
             entries = fetch(folder, request, set(seen), top_k, Limits())
         except Exception as exc:  # a slate that cannot be read now: say so, do not guess
             return None, f"what it would fetch is unknown ({type(exc).__name__}: {exc})"
-        rows = [{"path": e.fetched.path, "mode": e.fetched.mode, "status": e.fetched.status} for e in entries]
+        rows = [{"path": e.fetched.path, "mode": e.fetched.mode, "status": e.fetched.status} for e in entries
+                if e.recorded]
         shown = ", ".join(f"{r['path']} ({r['status']})" for r in rows[:8]) + (" …" if len(rows) > 8 else "")
         return rows, f"it would fetch, against the slate as it is now: {shown or 'nothing'}"
 

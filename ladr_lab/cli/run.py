@@ -29,10 +29,13 @@ def cmd_run(a) -> int:
     try:
         ladder = load_ladder(a.ladder, knobs=knobs)
     except ConfigError as exc:
-        if not a.json:
-            for p in _problems(exc):
-                print(p.format())
-        return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)), 1, exc)
+        problems = _problems(exc)
+        if a.json:      # the one JSON line carries every problem (as data too: ConfigError.to_dict())
+            return _fail(a, "invalid ladder: " + "; ".join(p.format() for p in problems), 1, exc)
+        for p in problems:
+            print(p.format())
+        errors = sum(p.severity == "error" for p in problems)
+        return _fail(a, f"invalid ladder: {errors} error(s) in {a.ladder}", 1, exc)
     model = a.model
     if model and model.split(":", 1)[0] in ("script", "replay") and ":" in model:
         # a path typed on the command line is relative to where the command runs (else to the ladder)

@@ -7,6 +7,7 @@ YAML), `knobs` substitutes `{{knobs.NAME}}`, the `walker` runs every rule (`shap
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,16 +88,41 @@ def load_ladder_text(text: str, *, file: PathLike | None = None, knobs: dict | N
     return ladder
 
 
+MAX_LADDER_BYTES = 16 * 1024 * 1024    # a ladder is a page of YAML; 16 MB is far past any real one
+
+
 def read_ladder_file(path: PathLike) -> str:
-    """The text of a ladder file; an unreadable or non-UTF-8 file is a ConfigError (rule `unreadable-file`)."""
+    """The text of a ladder file; anything but a regular file of at most 16 MB of UTF-8 text is a ConfigError
+    (rule `unreadable-file`) naming the file."""
+    name = os.fspath(path)
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"cannot read ladder file: {why}", file=name, rule="unreadable-file")
+
     try:
-        return Path(path).read_text(encoding="utf-8")
+        # non-blocking, so opening a FIFO does not wait for a writer; the type is checked on the open file
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
-        raise ConfigError(f"cannot read ladder file: {exc.strerror or exc}", file=os.fspath(path),
-                          rule="unreadable-file") from None
+        raise refuse(exc.strerror or str(exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else \
+                "not a regular file"
+            raise refuse(f"it is {kind}, not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_LADDER_BYTES + 1)
+    except OSError as exc:
+        raise refuse(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_LADDER_BYTES:
+        raise refuse(f"it is larger than {MAX_LADDER_BYTES // (1024 * 1024)} MB")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"cannot read ladder file: it is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
-                          f"offset {exc.start})", file=os.fspath(path), rule="unreadable-file") from None
+        raise refuse(f"it is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})") from None
 
 
 def load_ladder(path: PathLike, *, knobs: dict | None = None) -> Ladder:
@@ -104,4 +130,4 @@ def load_ladder(path: PathLike, *, knobs: dict | None = None) -> Ladder:
     text = read_ladder_file(path)
     return load_ladder_text(text, file=os.fspath(path), knobs=knobs, base_dir=Path(path).resolve().parent)
 
-__all__ = ["check_text", "iter_problems", "load_ladder", "load_ladder_text", "read_ladder_file"]
+__all__ = ["MAX_LADDER_BYTES", "check_text", "iter_problems", "load_ladder", "load_ladder_text", "read_ladder_file"]

@@ -33,6 +33,7 @@ class Positions:
     def __init__(self) -> None:
         self.values: dict[tuple, tuple[int, int]] = {}
         self.keys: dict[tuple, tuple[int, int]] = {}
+        self.words: dict[tuple, str] = {}     # unquoted YAML 1.1 words read as booleans (YES, no, on, Off)
 
     def of(self, path: tuple, *, key: bool = False) -> tuple[int, int] | None:
         """The position of `path`, or of its nearest ancestor that has one."""
@@ -148,6 +149,8 @@ class _Composer:
                 raise self.fail(f"malformed YAML: cannot read {event.value!r} as {tag} ({exc})", at,
                                 "yaml-syntax") from None
             value = event.value  # looks like a date or number but is not one (2026-13-45): keep the text
+        if implicit and isinstance(value, bool) and event.value.lower() not in ("true", "false"):
+            self.pos.words[path] = event.value  # a rule that wanted a string can say why it got a boolean
         if event.anchor is not None:
             self.anchors[event.anchor] = _Anchor(value, path, len(self.log) - 1, len(self.log), 1, 0)
         self.deliver(value, 1, 0)

@@ -5,7 +5,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr, short_text
 from ..slate import SYSTEM_METATAGS
 from .model import NODE_REFS
 from .rules import Doc, Site, problem, rule, suggest, typename, whole
@@ -126,7 +126,7 @@ def _slate_ref(site: Site) -> dict | None:
 def _node_ref(site: Site) -> Iterator[ConfigError]:
     ref = (_step_ref(site) or {}).get("nodeRef")
     if ref is not None and ref not in NODE_REFS:
-        yield problem(f'{site.what} has nodeRef "{ref}"; use one of ' + ", ".join(NODE_REFS), at=("nodeRef",),
+        yield problem(f'{site.what} has nodeRef "{short_text(ref)}"; use one of ' + ", ".join(NODE_REFS), at=("nodeRef",),
                       suggestion=suggest(ref, NODE_REFS))
 
 
@@ -134,7 +134,7 @@ def _node_ref(site: Site) -> Iterator[ConfigError]:
 def _node_number(site: Site) -> Iterator[ConfigError]:
     node = (_step_ref(site) or {}).get("node")
     if node is not None and not whole(node):
-        yield problem(f"{site.what} node must be a whole number >= 1 (got {node!r})", at=("node",))
+        yield problem(f"{site.what} node must be a whole number >= 1 (got {short_repr(node)})", at=("node",))
 
 
 @rule("source", "node-ref-conflict")
@@ -172,7 +172,7 @@ def _source_depth(site: Site) -> Iterator[ConfigError]:
     raw = _slate_ref(site)
     depth = (raw or {}).get("depth")
     if depth is not None and not whole(depth) and not ref_problems(site.doc, site.what, raw or {}, reading=True):
-        yield problem(f"{site.what} depth must be a whole number >= 1 (got {depth!r})", at=("depth",))
+        yield problem(f"{site.what} depth must be a whole number >= 1 (got {short_repr(depth)})", at=("depth",))
 
 
 @rule("source", "previous-after-group")

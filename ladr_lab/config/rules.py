@@ -62,6 +62,8 @@ CODES: dict[str, Code] = {
     "duplicate-step-id": Code("two steps with one id"),
     "step-type": Code("a step type other than normal, sequential, group, call"),
     "nodes-value": Code("nodes that is not a whole number >= 1"),
+    "nodes-unbounded": Code("nodes above 10,000 with no executionBudget.maxLlmCalls to stop them"),
+    "nodes-over-budget": Code("(warning) a step whose nodes alone exceed executionBudget.maxLlmCalls"),
     "ignored-prompt": Code("(warning) fields or systemPrompt on a group or call step, which makes no call"),
     "retrieve-step-type": Code("retrieve on a group or call step", at_key=True),
     "group-gate": Code("if: on a group step (a group has no output of its own)", at_key=True),
@@ -170,6 +172,17 @@ def typename(v: Any) -> str:
             float: "a number", type(None): "empty"}.get(type(v), type(v).__name__)
 
 
+def yaml_word(site: Site, rel: tuple = ()) -> str:
+    """'; YAML read YES as true: quote it ("YES")' when the value at `rel` below `site` is an unquoted YAML 1.1
+    boolean word (yes, no, on, off in any case), else ''. For "must be a string" messages."""
+    words = getattr(site.doc.positions, "words", None) or {}
+    word = words.get(site.path + tuple(rel))
+    if word is None:
+        return ""
+    value = "true" if word.lower() in ("yes", "y", "on") else "false"
+    return f'; YAML read {word} as {value}: quote it ("{word}")'
+
+
 def whole(v: Any, minimum: int = 1) -> bool:
     """True for a whole number (not a boolean) >= minimum."""
     return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
@@ -228,5 +241,5 @@ class Site:
 
 __all__ = [
     "CHILDREN", "CODES", "Code", "Doc", "RULES", "Rule", "Site", "StepScope", "children", "problem", "rule",
-    "suggest", "typename", "whole"
+    "suggest", "typename", "whole", "yaml_word"
 ]

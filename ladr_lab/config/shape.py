@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr, short_text
 from ..slate import METATAG_TYPES, SYSTEM_METATAGS, FolderSpec
 from .model import SlateDecl
-from .rules import Doc, Site, children, problem, rule, suggest, typename, whole
+from .rules import Doc, Site, children, problem, rule, suggest, typename, whole, yaml_word
 
 TOP_KEYS = ("name", "description", "model", "knobs", "executionBudget", "slates", "steps", "embedder")
 STEP_KEYS = ("id", "type", "nodes", "fields", "systemPrompt", "retrieve", "if", "slateWrite", "steps", "call",
@@ -138,7 +138,7 @@ def _ladder_name(site: Site) -> Iterator[ConfigError]:
 def _top_types(site: Site) -> Iterator[ConfigError]:
     data = site.raw
     if data.get("model") is not None and not isinstance(data["model"], str):
-        yield problem("model must be a string", at=("model",))
+        yield problem("model must be a string" + yaml_word(site, ("model",)), at=("model",))
     if data.get("executionBudget") is not None and not isinstance(data["executionBudget"], dict):
         yield problem("executionBudget must be a mapping", at=("executionBudget",))
     if data.get("slates") is not None and not isinstance(data["slates"], list):
@@ -153,7 +153,7 @@ def _budget_values(site: Site) -> Iterator[ConfigError]:
     for k in BUDGET_KEYS:
         v = site.raw.get(k)
         if v is not None and not whole(v):
-            yield problem(f"executionBudget.{k} must be a whole number >= 1 (got {v!r})", at=(k,))
+            yield problem(f"executionBudget.{k} must be a whole number >= 1 (got {short_repr(v)})", at=(k,))
 
 
 @children("ladder")
@@ -193,7 +193,7 @@ def _duplicate_slate(site: Site) -> Iterator[ConfigError]:
 def _slate_types(site: Site) -> Iterator[ConfigError]:
     path = site.raw.get("path")
     if path is not None and not isinstance(path, str):
-        yield problem(f"{_slate_label(site)}: path must be a string", at=("path",))
+        yield problem(f"{_slate_label(site)}: path must be a string" + yaml_word(site, ("path",)), at=("path",))
     folders = site.raw.get("folders")
     if folders is not None and not isinstance(folders, list):
         yield problem(f"{_slate_label(site)}: folders must be a list (got {typename(folders)})", at=("folders",))
@@ -241,7 +241,7 @@ def _metatag_problems(raw: Any, owner: str, at: tuple) -> Iterator[tuple[str, Co
             yield "system-metatag", problem(f'{owner}: "{k}" is a system metatag and cannot be declared',
                                             at=at + (k,))
         elif not isinstance(v, str) or v not in METATAG_TYPES:
-            yield "metatag-type", problem(f'{owner}: metatag "{k}" has unknown type "{v}"; use one of '
+            yield "metatag-type", problem(f'{owner}: metatag "{k}" has unknown type "{short_text(v)}"; use one of '
                                           + ", ".join(METATAG_TYPES), at=at + (k,),
                                           suggestion=suggest(v, METATAG_TYPES))
 

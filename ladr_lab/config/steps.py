@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr, short_text
 from .model import FIELD_TYPES, STEP_TYPES
 from .references import ref_problems
-from .rules import Doc, Site, StepScope, children, problem, rule, suggest, typename, whole
+from .rules import Doc, Site, StepScope, children, problem, rule, suggest, typename, whole, yaml_word
 
 
 def step_scopes(doc: Doc) -> None:
@@ -79,22 +79,58 @@ def _duplicate_id(site: Site) -> Iterator[ConfigError]:
 def _step_type(site: Site) -> Iterator[ConfigError]:
     stype = site.raw.get("type", "normal")
     if not isinstance(stype, str) or stype not in STEP_TYPES:
-        yield problem(f'unknown step type "{stype}"; use one of ' + ", ".join(STEP_TYPES), at=("type",),
+        yield problem(f'unknown step type "{short_text(stype)}"; use one of ' + ", ".join(STEP_TYPES), at=("type",),
                       suggestion=suggest(stype, STEP_TYPES))
 
 
 def node_count(raw: Any) -> Any:
     """`nodes:` as a number when written as digits ("3"), else as written."""
     if isinstance(raw, str) and raw.strip().isdecimal():
-        return int(raw)
+        try:
+            return int(raw)
+        except ValueError:      # more digits than Python turns into an int (4,300): left as written
+            return raw
     return raw
 
 
 @rule("step", "nodes-value")
 def _nodes(site: Site) -> Iterator[ConfigError]:
     nodes = node_count(site.raw.get("nodes", 1))
-    if not whole(nodes):
-        yield problem(f"nodes must be a whole number >= 1 (got {nodes!r})", at=("nodes",))
+    if isinstance(nodes, str) and nodes.strip().isdecimal():
+        yield problem(f"nodes is a {len(nodes.strip()):,}-digit number: far more than a run can start", at=("nodes",))
+    elif not whole(nodes):
+        yield problem(f"nodes must be a whole number >= 1 (got {short_repr(nodes)})", at=("nodes",))
+
+
+MAX_UNBUDGETED_NODES = 10_000
+
+
+def _count(n: int) -> str:
+    """A node count as messages say it: 100,000,000 (a number too long to print is described)."""
+    return f"{n:,}" if n.bit_length() < 1000 else short_repr(n)
+
+
+def _max_llm_calls(site: Site) -> int | None:
+    budget = site.doc.data.get("executionBudget") if isinstance(site.doc.data, dict) else None
+    cap = budget.get("maxLlmCalls") if isinstance(budget, dict) else None
+    return cap if whole(cap) else None
+
+
+@rule("step", "nodes-unbounded")
+def _nodes_unbounded(site: Site) -> Iterator[ConfigError]:
+    # every node of a step starts at once: with no budget to stop them, 10^20 nodes is a hang, not a run
+    nodes = node_count(site.raw.get("nodes", 1))
+    if whole(nodes, MAX_UNBUDGETED_NODES + 1) and _max_llm_calls(site) is None:
+        yield problem(f"nodes is {_count(nodes)}: above {MAX_UNBUDGETED_NODES:,} a step needs an "
+                      "executionBudget.maxLlmCalls to stop it", at=("nodes",))
+
+
+@rule("step", "nodes-over-budget")
+def _nodes_over_budget(site: Site) -> Iterator[ConfigError]:
+    nodes, cap = node_count(site.raw.get("nodes", 1)), _max_llm_calls(site)
+    if cap is not None and whole(nodes, cap + 1):
+        yield problem(f"nodes is {_count(nodes)}, more than executionBudget.maxLlmCalls ({cap:,}): the step alone "
+                      "exhausts the budget (at most that many nodes run)", at=("nodes",), severity="warning")
 
 
 @rule("step", "wrong-type")
@@ -107,7 +143,8 @@ def _step_types(site: Site) -> Iterator[ConfigError]:
         if not isinstance(f, dict):
             yield problem(f"fields[{i}] must be a mapping", at=("fields", i))
     if raw.get("systemPrompt") is not None and not isinstance(raw["systemPrompt"], str):
-        yield problem("systemPrompt must be a string", at=("systemPrompt",))
+        yield problem("systemPrompt must be a string" + yaml_word(site, ("systemPrompt",)),
+                      at=("systemPrompt",))
     if "retrieve" in raw and not isinstance(raw["retrieve"], dict):
         yield problem("retrieve must be a mapping", at=("retrieve",))
     if "if" in raw and not isinstance(raw["if"], dict):
@@ -115,7 +152,7 @@ def _step_types(site: Site) -> Iterator[ConfigError]:
     if "slateWrite" in raw and not isinstance(raw["slateWrite"], dict):
         yield problem("slateWrite must be a mapping", at=("slateWrite",))
     if raw.get("model") is not None and not isinstance(raw["model"], str):
-        yield problem("model must be a string", at=("model",))
+        yield problem("model must be a string" + yaml_word(site, ("model",)), at=("model",))
 
 
 @rule("step", "field-name")
@@ -226,7 +263,7 @@ def knob_name(raw: dict) -> Any:
 def _field_type(site: Site) -> Iterator[ConfigError]:
     if _ftype(site) is None:
         ftype = site.raw.get("type")
-        yield problem(f'field "{site.field}" has unknown type "{ftype}"; use one of ' + ", ".join(FIELD_TYPES),
+        yield problem(f'field "{site.field}" has unknown type "{short_text(ftype)}"; use one of ' + ", ".join(FIELD_TYPES),
                       at=("type",), suggestion=suggest(ftype, FIELD_TYPES))
 
 
@@ -272,9 +309,9 @@ def _max_rounds(site: Site) -> Iterator[ConfigError]:
     if mr is None:
         yield problem("retrieve.maxRounds is required (a whole number > 0).")
     elif not isinstance(mr, int) or isinstance(mr, bool):
-        yield problem(f"retrieve.maxRounds must be a whole number (got {mr!r}).", at=("maxRounds",))
+        yield problem(f"retrieve.maxRounds must be a whole number (got {short_repr(mr)}).", at=("maxRounds",))
     elif mr <= 0:
-        yield problem(f"retrieve.maxRounds must be > 0 (got {mr}).", at=("maxRounds",))
+        yield problem(f"retrieve.maxRounds must be > 0 (got {short_repr(mr)}).", at=("maxRounds",))
 
 
 @rule("retrieve", "retrieve-as")
@@ -314,7 +351,7 @@ def _call_ladder(site: Site) -> Iterator[ConfigError]:
 def _call_max_depth(site: Site) -> Iterator[ConfigError]:
     md = site.raw.get("maxDepth", 3)
     if not whole(md):
-        yield problem(f"call.maxDepth must be a whole number >= 1 (got {md!r})", at=("maxDepth",))
+        yield problem(f"call.maxDepth must be a whole number >= 1 (got {short_repr(md)})", at=("maxDepth",))
 
 
 @children("call")

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, short_repr, short_text
 from .model import WRITE_POLICIES
 from .references import jump_target
-from .rules import Site, children, problem, rule, suggest
+from .rules import Site, children, problem, rule, suggest, yaml_word
 
 ACTIONS = ("continue", "abort", "prune")
 
@@ -25,7 +25,7 @@ def write_policy(raw: dict) -> str:
 def _policy(site: Site) -> Iterator[ConfigError]:
     on = write_policy(site.raw)
     if not isinstance(on, str) or on not in WRITE_POLICIES:
-        yield problem(f"{site.what}.on must be one of " + ", ".join(WRITE_POLICIES) + f' (got "{on}")',
+        yield problem(f"{site.what}.on must be one of " + ", ".join(WRITE_POLICIES) + f' (got "{short_text(on)}")',
                       at=("on",), suggestion=suggest(on, WRITE_POLICIES))
 
 
@@ -43,7 +43,7 @@ def _key_without_merge(site: Site) -> Iterator[ConfigError]:
 def _key_type(site: Site) -> Iterator[ConfigError]:
     key = site.raw.get("key")
     if key is not None and (not isinstance(key, str) or not key.strip()):
-        yield problem(f"{site.what}.key must be a field name (a non-empty string) (got {key!r}).", at=("key",))
+        yield problem(f"{site.what}.key must be a field name (a non-empty string) (got {short_repr(key)}).", at=("key",))
 
 
 for _kind in ("slateWrite", "write"):
@@ -57,7 +57,7 @@ for _kind in ("slateWrite", "write"):
 def _slate_write_field(site: Site) -> Iterator[ConfigError]:
     fld = site.raw.get("field")
     if fld is not None and not isinstance(fld, str):
-        yield problem("slateWrite.field must be a string", at=("field",))
+        yield problem("slateWrite.field must be a string" + yaml_word(site, ("field",)), at=("field",))
 
 
 @children("slateWrite")
@@ -93,7 +93,7 @@ def _condition(site: Site) -> Iterator[ConfigError]:
 def _equals_type(site: Site) -> Iterator[ConfigError]:
     equals = site.raw.get("equals")
     if "equals" in site.raw and (not isinstance(equals, (str, int, float)) or isinstance(equals, bool)):
-        yield problem("if.equals must be a string", at=("equals",))
+        yield problem("if.equals must be a string" + yaml_word(site, ("equals",)), at=("equals",))
 
 
 @children("if")
@@ -109,7 +109,7 @@ def _below_gate(site: Site) -> Iterator[Site]:
 def _action_form(site: Site) -> Iterator[ConfigError]:
     raw = site.raw
     if isinstance(raw, str) and raw not in ACTIONS:
-        yield problem(f'if.{site.branch} has unknown action "{raw}"; use continue, abort, prune, '
+        yield problem(f'if.{site.branch} has unknown action "{short_text(raw)}"; use continue, abort, prune, '
                       "{jump: {stepId: ...}} or {write: ...}", suggestion=suggest(raw, ACTIONS))
     elif not isinstance(raw, (str, dict)):
         yield problem(f"if.{site.branch} must be an action")

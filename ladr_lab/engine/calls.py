@@ -8,7 +8,7 @@ one model call at a time (`Run.step`) or keep every independent call in flight (
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -86,13 +86,16 @@ class CallRequest(Displayable):
         return self.info.depth
 
 
-def parallel(gens: list[CallGen[Any]]) -> CallGen[list[Any]]:
+def parallel(gens: Iterable[CallGen[Any]]) -> CallGen[list[Any]]:
     """Advance several call-yielding generators side by side; return their results in order.
 
-    An error in one branch lets the others finish (their in-flight calls are not wasted) and is then raised.
+    `gens` is consumed lazily and each generator is started as it is taken, so a step of 10^8 nodes under a
+    budget of 5 calls creates six: once a branch fails to start (the budget is exhausted), no further
+    branch is created. An error in one branch lets the started ones finish (their in-flight calls are not
+    wasted) and is then raised.
     """
     pending: dict[int, list[CallRequest]] = {}
-    results: list[Any] = [None] * len(gens)
+    results: dict[int, Any] = {}
     error: BaseException | None = None
     active: dict[int, CallGen[Any]] = {}
     for i, g in enumerate(gens):
@@ -102,7 +105,8 @@ def parallel(gens: list[CallGen[Any]]) -> CallGen[list[Any]]:
         except StopIteration as stop:
             results[i] = stop.value
         except LadrError as exc:
-            error = error or exc
+            error = exc
+            break
     while active:
         reqs = [r for i in sorted(active) for r in pending[i]]
         rid, comp = yield reqs
@@ -117,4 +121,4 @@ def parallel(gens: list[CallGen[Any]]) -> CallGen[list[Any]]:
             del active[owner], pending[owner]
     if error is not None:
         raise error
-    return results
+    return [results[i] for i in range(len(results))]

@@ -113,7 +113,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         blocks.append(render_block(r.as_, rounds_retrieved, entries))
         parts.append(["retrieved", f"{r.as_} {rounds_retrieved}", len(blocks[-1])])
         x.emit(replace(call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
-                       top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries), verdict=verdict.judgement))
+                       top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries if e.recorded), verdict=verdict.judgement))
     return finish_node(x, step, ctx, comp.text)
 
 

@@ -30,8 +30,10 @@ def render_entry(entry) -> str:
 
 
 def render_block(as_: str, k: int, entries: list) -> str:
-    """The `<as> <k>:` field holding one round's retrieved entries."""
-    body = "\n\n".join(render_entry(e) for e in entries) if entries else "(nothing retrieved)"
+    """The `<as> <k>:` field holding one round's retrieved entries (those left out past the round's bound
+    are counted in its last entry, not shown)."""
+    shown = [e for e in entries if getattr(e, "shown", True)]
+    body = "\n\n".join(render_entry(e) for e in shown) if shown else "(nothing retrieved)"
     return f"{as_} {k}:\n{body}"
 
 

@@ -18,11 +18,13 @@ from typing import Any
 from ..errors import PathRefused, SlateError
 from ..search import similar as nearest_files
 from ..trace import Fetched
+from .prompt import render_entry
 
 MODES = ("files", "subfolders", "metatag", "glob", "similarTo")
 DEFAULT_TOP_K = 5
 MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
 FOLDER_LEVEL = ("index", "tree")
+SEPARATOR = 2          # the blank line between two entries of a block
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,15 @@ class Limits:
 
 @dataclass(frozen=True)
 class Entry:
-    """One retrieved entry: its trace record and the body the model is shown."""
+    """One retrieved entry: its trace record and the body the model is shown.
+
+    `shown` is False for an entry past the round's bound: the trace records it (`left_out`) but the model
+    sees it only counted in the round's closing summary entry, which has `recorded` False."""
 
     fetched: Fetched
     content: str | None = None
+    shown: bool = True
+    recorded: bool = True
 
 
 def _short(value: Any, n: int = 60) -> str:
@@ -63,8 +70,19 @@ def bounded_text(folder, rel: str, max_chars: int) -> tuple[str | None, int | No
                            f"{excerpt.total_bytes:,}-byte file]"), excerpt.total_bytes
 
 
+def left_out_note(bound: int, many: bool = False) -> str:
+    """Why an entry (or, `many`, several) was left out of a round: the words the model and the trace get."""
+    return (f"this round's retrieved block reached its {bound:,}-character bound; "
+            f"ask for {'them' if many else 'it'} again in a later round")
+
+
 class _Round:
-    """One round's entries, with per-node dedup and the round's size bound."""
+    """One round's entries, with per-node dedup and the round's size bound.
+
+    Every entry is charged as the model sees it (header line, body, the blank line between entries), so a
+    round holds at most `round_chars` characters of entries whatever they say. Once an entry does not fit,
+    it and every later one are hidden: recorded as `left_out` in the trace and counted in one closing
+    summary entry (which comes on top of the bound: one line)."""
 
     def __init__(self, folder, seen: set[str], limits: Limits) -> None:
         self.folder = folder
@@ -72,63 +90,109 @@ class _Round:
         self.limits = limits
         self.entries: list[Entry] = []
         self.used = 0
+        self.hidden = 0
 
-    def add(self, fetched: Fetched, content: str | None = None) -> None:
-        self.entries.append(Entry(fetched, content))
+    def add(self, fetched: Fetched, content: str | None = None) -> bool:
+        """Show the entry if its rendered text fits the round's room, else hide it (left out); True if shown."""
+        entry = Entry(fetched, content)
+        cost = len(render_entry(entry)) + SEPARATOR
+        if self.hidden or cost > self.room():
+            self.hide(fetched)
+            return False
+        self.used += cost
+        self.entries.append(entry)
+        return True
+
+    def hide(self, fetched: Fetched) -> None:
+        """Record an entry as left out of the model's view (it is not marked as in context)."""
+        self.hidden += 1
+        self.entries.append(Entry(Fetched(path=fetched.path, mode=fetched.mode, status="left_out",
+                                          asked=fetched.asked, score=fetched.score,
+                                          note=left_out_note(self.limits.round_chars)), shown=False))
+
+    def close(self) -> list[Entry]:
+        """The round's entries, with the summary of the hidden ones (shown, not recorded) at the end."""
+        if self.hidden:
+            modes = sorted({e.fetched.mode for e in self.entries if not e.shown})
+            summary = Fetched(path=f"({self.hidden:,} more)", mode=", ".join(modes), status="left_out",
+                              note=left_out_note(self.limits.round_chars, many=True))
+            self.entries.append(Entry(summary, f"({self.hidden:,} more left out: {summary.note})", recorded=False))
+        return self.entries
 
     def room(self) -> int:
         return max(0, self.limits.round_chars - self.used)
 
+    def body_room(self, path: str, mode: str) -> int:
+        """How many characters of body fit after this entry's header, within the round's room."""
+        header = len(render_entry(Entry(Fetched(path=path, mode=mode), ""))) + SEPARATOR
+        return self.room() - header
+
     def give(self, asked: Any, mode: str, **extra) -> None:
         """Deliver one file (by the path as asked), or say why not."""
-        raw = asked if isinstance(asked, str) else (str(asked) if isinstance(asked, (int, float)) else None)
-        if raw is None:
+        if not isinstance(asked, str):
             self.add(Fetched(path=_short(asked), mode=mode, status="no_match",
                              note=f"{mode} takes path strings (got {_short(asked)})"))
             return
         try:
-            rel = self.folder.normalize(raw)
+            rel = self.folder.normalize(asked)
         except PathRefused:
-            self.add(Fetched(path=raw, mode=mode, status="not_found", **extra))
+            # exactly "(not found)" (SPEC conformance): a refused path is not told apart from a missing one
+            self.add(Fetched(path=asked, mode=mode, status="not_found", **extra))
             return
-        shown = raw if raw != rel else None
+        shown = asked if asked != rel else None
+        if self.hidden:                     # the round is full: read nothing more
+            self.hide(Fetched(path=rel, mode=mode, asked=shown, **extra))
+            return
         if rel in self.seen:
             self.add(Fetched(path=rel, mode=mode, status="already_in_context", asked=shown, **extra))
             return
-        room = min(self.limits.entry_chars, self.room())
-        if room <= 0:
+        avail = self.body_room(shown or rel, mode)
+        limit = min(self.limits.entry_chars, avail)
+        if limit <= 0:
             self.add(self._left_out(rel, mode, shown, **extra))
             return
         try:
-            text, total = bounded_text(self.folder, rel, room)
+            text, total = bounded_text(self.folder, rel, limit)
+            if text is not None and len(text) > avail:
+                # the cut line pushed it past the round's room: cut that much more
+                limit -= len(text) - avail
+                text, total = bounded_text(self.folder, rel, limit) if limit > 0 else (text, total)
         except (PathRefused, SlateError):
             text, total = None, None
         if text is None:
             self.add(Fetched(path=rel, mode=mode, status="not_found", asked=shown, **extra))
             return
-        if total is not None and room < min(MIN_PIECE, self.limits.entry_chars):
+        if total is not None and limit < min(MIN_PIECE, self.limits.entry_chars):
             # the round's block is nearly full: a stub of this file helps nobody; it can be asked for later
             self.add(self._left_out(rel, mode, shown, **extra))
             return
-        self.seen.add(rel)
-        self.used += len(text)
-        self.add(Fetched(path=rel, mode=mode, status="fetched", chars=len(text), asked=shown,
-                         truncated=True if total is not None else None, total_bytes=total, **extra), text)
+        if self.add(Fetched(path=rel, mode=mode, status="fetched", chars=len(text), asked=shown,
+                            truncated=True if total is not None else None, total_bytes=total, **extra), text):
+            self.seen.add(rel)
 
     def _left_out(self, rel: str, mode: str, shown: str | None, **extra) -> Fetched:
         return Fetched(path=rel, mode=mode, status="left_out", asked=shown,
-                       note=f"this round's retrieved block reached its {self.limits.round_chars:,}-character bound; "
-                            "ask for it again in a later round", **extra)
+                       note=left_out_note(self.limits.round_chars), **extra)
 
     def listing(self, label: str, mode: str, value: Any, asked: str | None = None) -> None:
         """A listing (a subfolder's index, the folder's index or tree) as JSON, bounded like a file."""
+        if self.hidden:
+            self.hide(Fetched(path=label, mode=mode, asked=asked))
+            return
         text = json.dumps(value, ensure_ascii=False)
         total = None
-        room = min(self.limits.entry_chars, self.room())
-        if len(text) > room:
+        avail = self.body_room(asked or label, mode)
+        limit = min(self.limits.entry_chars, avail)
+        if len(text) > limit:
             total = len(text.encode("utf-8"))
-            text = text[:room] + f"\n[cut: showing the first {room:,} characters of a {len(text):,}-character listing]"
-        self.used += len(text)
+            note = f"\n[cut: showing the first {limit:,} characters of a {len(text):,}-character listing]"
+            if limit + len(note) > avail:       # the round's room binds: the cut line must fit in it too
+                limit = avail - len(note)
+            if limit < min(MIN_PIECE, self.limits.entry_chars):
+                self.add(Fetched(path=label, mode=mode, status="left_out", asked=asked,
+                                 note=left_out_note(self.limits.round_chars)))
+                return
+            text = text[:limit] + f"\n[cut: showing the first {limit:,} characters of a {len(text):,}-character listing]"
         self.add(Fetched(path=label, mode=mode, status="listed", chars=len(text), asked=asked,
                          truncated=True if total is not None else None, total_bytes=total), text)
 
@@ -148,7 +212,7 @@ def fetch(folder, request: dict, seen: set[str], top_k: int | None = None, limit
         rnd.add(Fetched(path="(request)", mode="request", status="no_match",
                         note="the request names no retrieval mode; use " + ", ".join(MODES)
                              + (f" (it had: {', '.join(map(str, others))})" if others else "")))
-        return rnd.entries
+        return rnd.close()
     for asked in _as_list(request.get("files")):
         rnd.give(asked, "files")
     for sub in _as_list(request.get("subfolders")):
@@ -179,7 +243,7 @@ def fetch(folder, request: dict, seen: set[str], top_k: int | None = None, limit
             rnd.add(Fetched(path=text[:60], mode="similarTo", status="no_match"))
         for rel, score in hits:
             rnd.give(rel, "similarTo", score=round(float(score), 4))
-    return rnd.entries
+    return rnd.close()
 
 
 def _subfolder(rnd: _Round, folder, sub: Any) -> None:
@@ -188,9 +252,10 @@ def _subfolder(rnd: _Round, folder, sub: Any) -> None:
                         note=f"subfolders takes folder names (got {_short(sub)})"))
         return
     try:
-        rel = folder.normalize(sub) if sub.strip("/.") else ""
+        # "", ".", "/" and "./" name the folder itself; ".." (anywhere) is refused like any path that leaves it
+        rel = "" if all(part in ("", ".") for part in sub.split("/")) else folder.normalize(sub)
         listing = folder.index(rel) if rel else folder.index()
-    except (PathRefused, SlateError):
+    except SlateError:       # PathRefused included: "(not found)", as for files
         rel, listing = sub, None
     label = (rel or "") + "/"
     asked = sub if sub.rstrip("/") != rel else None
@@ -217,14 +282,20 @@ def _metatag(rnd: _Round, folder, q: Any, similar: list[str]) -> None:
         return
     if name in FOLDER_LEVEL:
         # index and tree describe the folder, not a file: answer with the folder-level value itself
-        raw_depth = q.get("depth")
-        depth = raw_depth if isinstance(raw_depth, int) and not isinstance(raw_depth, bool) and raw_depth > 0 \
-            else None
+        depth = q.get("depth") if name == "tree" else None
+        if depth is not None and (not isinstance(depth, int) or isinstance(depth, bool) or depth < 1):
+            rnd.add(Fetched(path=name, mode="metatag", status="no_match",
+                            note=f"tree takes depth as a whole number >= 1 (got {_short(depth)})"))
+            return
         rnd.listing(name, "metatag", folder.index() if name == "index" else folder.tree(depth))
         return
     contains = q.get("contains")
+    if contains is not None and not isinstance(contains, str):
+        rnd.add(Fetched(path=name, mode="metatag", status="no_match",
+                        note=f"metatag contains takes a text (got {_short(contains)})"))
+        return
     label = name + (f'~"{contains}"' if contains is not None else "")
-    matches = folder.metatag_query(name, None if contains is None else str(contains))
+    matches = folder.metatag_query(name, contains)
     if not matches:
         rnd.add(Fetched(path=label, mode="metatag", status="no_match"))
     for rel in matches:

@@ -26,8 +26,10 @@ from ..errors import (
     LadrError,
     ModelError,
     NodeDependencyError,
+    RunArgumentError,
     RunError,
     SourceResolutionError,
+    short_repr,
 )
 from ..models import Completion, Model, ReplayModel, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
@@ -83,6 +85,16 @@ class RunResult(Displayable):
         return self
 
 
+def _bound(name: str, value: object, default: int) -> int:
+    """A character bound given to Run(): None means the default; anything but a whole number >= 1 is refused."""
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise RunArgumentError(f"{name} must be a whole number >= 1 or None for the default ({default:,}); "
+                               f"got {short_repr(value)}")
+    return value
+
+
 class Run(Displayable):
     """One execution of a ladder, drivable one model call at a time (`step`), a step at a time (`run_step`)
     or to the end (`run`). As a notebook cell's value it shows its status, the next prompt and the rounds so far.
@@ -96,6 +108,9 @@ class Run(Displayable):
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  max_fetch_chars: int | None = None, max_round_chars: int | None = None,
                  knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None) -> None:
+        defaults = Limits()
+        self.limits = Limits(entry_chars=_bound("max_fetch_chars", max_fetch_chars, defaults.entry_chars),
+                             round_chars=_bound("max_round_chars", max_round_chars, defaults.round_chars))
         if isinstance(ladder, (str, Path)):
             from ..config import load_ladder
             ladder = load_ladder(ladder)
@@ -129,9 +144,6 @@ class Run(Displayable):
         if unbound:
             raise RunError(f'knowledge is bound to unknown step(s): {", ".join(unbound)}')
         self.max_workers = max_workers
-        defaults = Limits()
-        self.limits = Limits(entry_chars=max_fetch_chars or defaults.entry_chars,
-                             round_chars=max_round_chars or defaults.round_chars)
         self.ledger = Ledger(ladder.budget.max_llm_calls, ladder.budget.max_steps)
         self._models: dict[str, Model] = {}
         self.state = RunState(self.inputs)

@@ -49,7 +49,7 @@ def exec_step(x: Executor, step: Step) -> CallGen[tuple[StepResult, str | None]]
     res = StepResult(step.id, iteration=x.state.iteration)
     outcomes: list[NodeOutcome] = []
     if step.type == "normal":
-        outcomes = yield from parallel([run_node(x, step, k, res) for k in range(1, step.nodes + 1)])
+        outcomes = yield from parallel(run_node(x, step, k, res) for k in range(1, step.nodes + 1))
     elif step.type == "sequential":
         for k in range(1, step.nodes + 1):
             outcome = yield from run_node(x, step, k, res)
@@ -65,7 +65,7 @@ def exec_step(x: Executor, step: Step) -> CallGen[tuple[StepResult, str | None]]
             for n in br.nodes:
                 outcomes.append(NodeOutcome(NodeOut(len(outcomes) + 1, n.output, n.survived)))
     elif step.type == "call":
-        outcomes = yield from parallel([_call_node(x, step, k) for k in range(1, step.nodes + 1)])
+        outcomes = yield from parallel(_call_node(x, step, k) for k in range(1, step.nodes + 1))
     res.nodes = [o.out for o in outcomes]
     jump = settle(x, step, outcomes)
     x.state.results[step.id] = res

@@ -9,14 +9,14 @@ from ladr_lab.models.base import Model
 __all__ = ["get_model"]
 
 
-def _resolve(path: str, base_dir: Path | None) -> Path:
+def _resolve(path: str, base_dir: str | Path | None) -> Path:
     p = Path(path.strip()).expanduser()
     if not p.is_absolute() and base_dir is not None:
         p = Path(base_dir) / p
     return p
 
 
-def get_model(name: str | Model | None = None, *, base_dir: Path | None = None) -> Model:
+def get_model(name: str | Model | None = None, *, base_dir: str | Path | None = None) -> Model:
     """Resolve `None`/"offline", "script:PATH", "replay:PATH", a Model instance, or a litellm model string."""
     if name is None:
         from ladr_lab.models.offline import OfflineModel

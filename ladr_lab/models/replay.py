@@ -71,7 +71,7 @@ class ReplayModel:
     """A model that replays the outputs of a recorded trace; `then` answers from the first divergence on."""
 
     def __init__(self, trace_path: str | Path, *, then: str | Model | None = None, max_concurrency: int = 8,
-                 base_dir: Path | None = None) -> None:
+                 base_dir: str | Path | None = None) -> None:
         self.path = Path(trace_path)
         self.name = f"replay:{trace_path}"
         self.max_concurrency = max_concurrency

@@ -204,3 +204,16 @@ def test_json_commands_print_json_for_a_bad_ladder(tmp_path):
         assert [(q["rule"], q["suggestion"], q["line"]) for q in s["problems"]] == [("unknown-key", "fields", 4)]
     plain = cli("trace", "rejudge", str(trace), "--ladder", str(bad))
     assert plain.returncode == 1 and plain.stdout.startswith(f"{bad}:4:5: error:")
+
+
+def test_run_on_a_bad_ladder_prints_each_problem_once(tmp_path, capsys):
+    lad = tmp_path / "bad.yaml"
+    lad.write_text("name: x\nsteps:\n  - { id: a, nodes: 0 }\n  - { id: b, type: nope }\n")
+    assert main(["run", str(lad), "--input", "q"]) == 1
+    out, err = capsys.readouterr()
+    both = out + err
+    assert both.count("nodes must be a whole number") == 1 and both.count('unknown step type "nope"') == 1
+    assert err.strip() == f"ladr-lab: invalid ladder: 2 error(s) in {lad}"
+    assert main(["run", str(lad), "--input", "q", "--json"]) == 1      # --json: every problem, in the one line
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["status"] == "error" and "nodes must be" in line["error"] and '"nope"' in line["error"]

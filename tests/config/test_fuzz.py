@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ladr_lab.config import check_text, load_ladder_text
@@ -197,6 +197,15 @@ DOCUMENTS = st.one_of(
 )
 
 
+# Named examples: documents an audit found hanging, exhausting memory or answering unclearly (issues 6, 7).
+HUGE_NODES = "name: h\nsteps:\n  - { id: a, nodes: 100000000, systemPrompt: x }\n"
+HUGE_NODES_BUDGETED = "name: h\nexecutionBudget: { maxLlmCalls: 5 }\nsteps:\n  - { id: a, nodes: 100000000, systemPrompt: x }\n"
+DIGITS_NODES = "name: h\nsteps:\n  - { id: a, nodes: 1" + "0" * 5000 + ", systemPrompt: x }\n"
+BRACKETS_NODES = "name: h\nsteps:\n  - { id: a, nodes: '" + "[" * 5000 + "', systemPrompt: x }\n"
+YAML_WORDS = "name: w\nmodel: off\nsteps:\n  - { id: a, systemPrompt: yes, if: { equals: YES, then: continue, else: abort } }\n"
+NAMED = (HUGE_NODES, HUGE_NODES_BUDGETED, DIGITS_NODES, BRACKETS_NODES, YAML_WORDS)
+
+
 def _check(problems: list[ConfigError]) -> None:
     for p in problems:
         assert isinstance(p, ConfigError) and p.rule in CODES, p
@@ -208,6 +217,11 @@ def _check(problems: list[ConfigError]) -> None:
 @settings(max_examples=EXAMPLES, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.too_slow,
                                                                                   HealthCheck.data_too_large])
 @given(DOCUMENTS)
+@example(HUGE_NODES)
+@example(HUGE_NODES_BUDGETED)
+@example(DIGITS_NODES)
+@example(BRACKETS_NODES)
+@example(YAML_WORDS)
 def test_only_config_errors_escape(text):
     try:
         load_ladder_text(text, file="fuzz.yaml")
@@ -241,6 +255,10 @@ def _ladr(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 @given(st.one_of(valid_ladders().map(lambda d: _dump(d, flow=False)),
                  st.tuples(mutated_ladders(), st.booleans()).map(lambda t: _dump(*t)),
                  alias_documents(), deep_documents(), JUNK))
+@example(HUGE_NODES)
+@example(HUGE_NODES_BUDGETED)
+@example(DIGITS_NODES)
+@example(YAML_WORDS)
 def test_the_command_line_never_tracebacks(tmp_path_factory, text):
     assume(text.strip())
     work = tmp_path_factory.mktemp("fuzz")
@@ -255,3 +273,63 @@ def test_the_command_line_never_tracebacks(tmp_path_factory, text):
         out = p.stdout + p.stderr
         assert p.returncode in (0, 1), (args[0], p.returncode, out[-2000:])
         assert "Traceback" not in out, (args[0], out[-3000:])
+
+
+def test_the_named_examples_are_each_one_clear_problem_or_a_warning():
+    def said(text):
+        return [(p.rule, p.severity) for p in check_text(text)[1]]
+    assert said(HUGE_NODES) == [("nodes-unbounded", "error")]
+    assert said(HUGE_NODES_BUDGETED) == [("nodes-over-budget", "warning")]
+    assert said(DIGITS_NODES) == said(BRACKETS_NODES) == [("nodes-value", "error")]
+    assert {p.severity for p in check_text(YAML_WORDS)[1]} == {"error"}
+    assert all("quote it" in str(p) for p in check_text(YAML_WORDS)[1])
+    assert all(len(str(p)) < 300 for text in NAMED for p in check_text(text)[1])
+
+
+HOSTILE_LADDER = """\
+name: hostile
+slates:
+  - title: Knowledge
+    folders: [{ name: docs, metatags: { tags: "string[]" } }]
+steps:
+  - id: r
+    fields: [{ name: Q, type: text, from: input.context }]
+    retrieve:
+      to: { slate: Knowledge, folder: docs }
+      as: Docs
+      maxRounds: 6
+      requestMatch: { type: object, required: [request] }
+    systemPrompt: go
+"""
+# what a careless or hostile model may write as requests (no lone surrogates: they cannot reach a JSON file)
+HOSTILE_REQUESTS = [
+    {"glob": "many/*"},                                            # 3,000 tiny files in one round
+    {"files": [f"nope{i}.md" for i in range(3000)]},               # 3,000 "(not found)" entries
+    {"files": [3, True, None, {"a": 1}, "..", "../x", "a\u0000b", "/etc/passwd", ".hidden"]},
+    {"subfolders": ["..", "many/../..", "", ".", ["x"]], "glob": ["*"]},
+    {"metatag": [{"name": "tags", "contains": 5}, {"name": "tree", "depth": "x"}, {"name": "index"}, "tags"]},
+    {"similarTo": [5, "\u202e" * 100], "topK": -1},
+]
+
+
+def test_a_hostile_request_set_is_answered_within_the_round_bound(tmp_path):
+    docs = tmp_path / "Knowledge" / "docs"
+    (docs / "many").mkdir(parents=True)
+    for i in range(3000):
+        (docs / "many" / f"f{i:04d}_with_a_rather_long_name.md").write_text("x")
+    (tmp_path / "hostile.yaml").write_text(HOSTILE_LADDER)
+    import json
+    script = {"r": [json.dumps({"request": r}) for r in HOSTILE_REQUESTS] + ["done"]}
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(script))
+    trace = tmp_path / "t.jsonl"
+    p = _ladr("run", "hostile.yaml", "--model", "script:script.yaml", "--input", "q", "--slate",
+              f"Knowledge={tmp_path / 'Knowledge'}", "--max-round-chars", "20000", "--trace-out", str(trace),
+              cwd=tmp_path)
+    assert p.returncode == 0 and "Traceback" not in p.stdout + p.stderr, (p.stdout + p.stderr)[-2000:]
+    calls = [e for e in map(json.loads, trace.read_text().splitlines()) if e["type"] == "llm_call"]
+    assert len(calls) == len(HOSTILE_REQUESTS) + 1
+    blocks = [m["content"] for m in (c["messages"][1] for c in calls)]
+    for before, after in zip(blocks, blocks[1:], strict=False):
+        assert len(after) - len(before) < 20_000 + 300     # each round adds at most its bound and one summary
+    statuses = {f["status"] for c in calls for f in c.get("fetched") or ()}
+    assert {"fetched", "left_out", "not_found", "no_match", "listed"} <= statuses

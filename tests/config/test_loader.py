@@ -1,6 +1,7 @@
 """Loading and validation: every problem at once, exact wording, YAML positions, suggestions."""
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -253,3 +254,57 @@ def test_paths_may_be_str_or_path(kind, tmp_path):
     from ladr_lab.config import load_ladder
     assert load_ladder(kind(tmp_path / "l.yaml")).base_dir == tmp_path
     assert load_ladder_text(text).base_dir == Path(".")
+
+
+def _read_in_thread(path) -> list:
+    """read_ladder_file(path) on a thread: [the ConfigError or text], or [] if it is still blocked after 5 s."""
+    import threading
+
+    from ladr_lab.config.loader import read_ladder_file
+    got: list = []
+
+    def read():
+        try:
+            got.append(read_ladder_file(path))
+        except ConfigError as exc:
+            got.append(exc)
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(5)
+    return got
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
+    fifo = tmp_path / "ladder.yaml"
+    os.mkfifo(fifo)
+    got = _read_in_thread(fifo)
+    if not got:                                     # unblock the reader the old code left waiting
+        with open(fifo, "w"):
+            pass
+    assert got and isinstance(got[0], ConfigError)
+    assert got[0].rule == "unreadable-file" and got[0].file == str(fifo) and "a FIFO" in str(got[0])
+
+
+@pytest.mark.parametrize("where", ["directory", "/dev/zero"])
+def test_a_directory_or_a_device_is_refused(tmp_path, where):
+    path = tmp_path if where == "directory" else Path(where)
+    if not path.exists():
+        pytest.skip(f"no {where} here")
+    (err,) = _read_in_thread(path)
+    assert isinstance(err, ConfigError) and err.rule == "unreadable-file" and "not a regular file" in str(err)
+
+
+def test_a_file_past_the_size_bound_is_refused_without_reading_it_all(tmp_path, monkeypatch):
+    from ladr_lab.config import loader
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as fh:                     # sparse: 1 GB that costs no disk, would cost 1 GB to read
+        fh.write(b"name: x\n")
+        fh.truncate(1024 ** 3)
+    (err,) = _read_in_thread(big)
+    assert isinstance(err, ConfigError) and err.rule == "unreadable-file" and "larger than 16 MB" in str(err)
+    monkeypatch.setattr(loader, "MAX_LADDER_BYTES", 20)
+    small = tmp_path / "small.yaml"
+    small.write_text("name: x\nsteps: [{id: s}]\n")
+    with pytest.raises(ConfigError, match="larger than"):
+        loader.read_ladder_file(small)

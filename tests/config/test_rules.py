@@ -254,3 +254,81 @@ def test_a_literal_spelled_like_a_reference_is_a_warning_with_a_did_you_mean(src
     assert write.severity == "warning" and "input.NAME is read only by" in write.message
     assert not [p for p in iter_problems(text.replace(src, "Plain words. Or v1.2")) if p.rule == "source-form"
                 and p.line == 6]
+
+
+def _all(text: str, knobs: dict | None = None) -> list[ConfigError]:
+    return list(iter_problems(text, file="l.yaml", knobs=knobs))
+
+
+@pytest.mark.parametrize("nodes", ["100000000", "'{{knobs.n}}'"])
+def test_huge_nodes_without_a_budget_is_refused_and_within_a_budget_warned(nodes):
+    knobs = {"n": 99_999_999_999_999_999_999} if "knobs" in nodes else None
+    text = f"name: t\nknobs: {{n: 1}}\nsteps:\n  - {{ id: a, nodes: {nodes}, systemPrompt: x }}\n"
+    (err,) = [p for p in _all(text, knobs) if p.severity == "error"]
+    assert err.rule == "nodes-unbounded" and "executionBudget.maxLlmCalls" in str(err)
+    budgeted = text.replace("steps:", "executionBudget: {maxLlmCalls: 5}\nsteps:")
+    problems = _all(budgeted, knobs)
+    assert [(p.rule, p.severity) for p in problems] == [("nodes-over-budget", "warning")]
+    assert "maxLlmCalls (5)" in str(problems[0])
+
+
+def test_nodes_within_the_budget_and_below_the_bound_are_not_flagged():
+    text = "name: t\nexecutionBudget: {maxLlmCalls: 5}\nsteps:\n  - { id: a, nodes: 5, systemPrompt: x }\n"
+    assert _all(text) == []
+    assert _all("name: t\nsteps:\n  - { id: a, nodes: 10000, systemPrompt: x }\n") == []
+
+
+LONG = "[" * 5000
+
+
+@pytest.mark.parametrize("snippet", [
+    "- { id: a, nodes: 'LONG' }",
+    "- { id: a, type: 'LONG' }",
+    "- { id: a, fields: [{ name: F, type: 'LONG' }] }",
+    "- { id: a, retrieve: { to: { slate: M, folder: facts }, as: D, maxRounds: 'LONG', requestMatch: {type: object} } }",
+    "- { id: a, if: { equals: x, then: 'LONG', else: continue } }",
+    "- { id: a, slateWrite: { to: { slate: M, folder: facts, file: core.md }, on: 'LONG', match: {type: object} } }",
+    "- { id: a, slateWrite: { to: { slate: M, folder: facts, file: core.md }, on: mergeByKey, key: ['LONG'], "
+    "match: {type: object} } }",
+    "- { id: a, type: call, call: { ladder: self, maxDepth: 'LONG' } }",
+    "- { id: a }\n- { id: b, fields: [{ name: F, type: text, from: { stepId: a, nodeRef: 'LONG' } }] }",
+    "- { id: a }\n- { id: b, fields: [{ name: F, type: text, from: { stepId: a, node: 'LONG' } }] }",
+])
+def test_an_offending_value_is_echoed_at_most_80_characters(snippet):
+    errs = errors(snippet.replace("LONG", LONG))
+    assert errs, snippet
+    for e in errs:
+        assert len(str(e)) < 300 and "[[[[" in str(e) and "…" in str(e), str(e)[:400]
+
+
+def test_a_budget_value_and_a_metatag_type_are_echoed_short_too():
+    text = (f"name: t\nexecutionBudget: {{ maxLlmCalls: '{LONG}' }}\nslates:\n  - title: M\n    folders:\n"
+            f"      - {{ name: f, metatags: {{ x: '{LONG}' }} }}\nsteps:\n  - {{ id: a }}\n")
+    errs = [p for p in iter_problems(text) if p.severity == "error"]
+    assert {e.rule for e in errs} == {"budget-value", "metatag-type"}
+    assert all(len(str(e)) < 300 and "…" in str(e) for e in errs)
+
+
+@pytest.mark.parametrize("knob", [None, "1" + "0" * 5000])
+def test_nodes_with_more_digits_than_python_reads_is_one_clear_problem(knob):
+    nodes = "'{{knobs.n}}'" if knob else "1" + "0" * 5000
+    text = f"name: t\nknobs: {{n: 1}}\nsteps:\n  - {{ id: a, nodes: {nodes}, systemPrompt: x }}\n"
+    (err,) = _all(text, {"n": knob} if knob else None)
+    assert err.rule == "nodes-value" and "5,001-digit number" in str(err) and len(str(err)) < 200
+
+
+@pytest.mark.parametrize("word,value", [("YES", "true"), ("no", "false"), ("On", "true"), ("off", "false")])
+def test_an_unquoted_yaml_boolean_word_where_a_string_belongs_says_so(word, value):
+    text = (f"name: t\nmodel: {word}\nsteps:\n  - id: a\n    systemPrompt: {word}\n"
+            f"    if: {{ equals: {word}, then: continue, else: abort }}\n")
+    errs = [p for p in iter_problems(text) if p.severity == "error"]
+    assert len(errs) == 3
+    for e in errs:
+        assert str(e).endswith(f'must be a string; YAML read {word} as {value}: quote it ("{word}")'), str(e)
+    quoted = text.replace(f" {word}", f" '{word}'")
+    assert [p for p in iter_problems(quoted) if p.severity == "error"] == []
+
+
+def test_a_literal_true_where_a_string_belongs_gets_no_yaml_hint():
+    (e,) = errors("- { id: a, if: { equals: true, then: continue, else: abort } }")
+    assert str(e).endswith("if.equals must be a string")

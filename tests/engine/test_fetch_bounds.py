@@ -42,7 +42,58 @@ def test_a_round_block_is_bounded_and_what_is_left_out_can_be_asked_again(ladder
     assert first[1].truncated is None and sum(f.chars for f in first) <= 1_300     # whole files, then no stub
     assert "reached its 1,300-character bound" in first[2].note
     assert [(f.path, f.status) for f in second] == [("part2.md", "fetched")]   # not marked as in context
-    assert "(left out: this round's retrieved block" in run.trace.calls()[1].messages[1]["content"]
+    prompt = run.trace.calls()[1].messages[1]["content"]
+    assert "--- (1 more) [files] ---\n(1 more left out: this round's retrieved block reached its 1,300" in prompt
+
+
+def _block(run, call: int) -> str:
+    """The text of the last retrieved block in the prompt of the `call`-th model call."""
+    prompt = run.trace.calls()[call].messages[1]["content"]
+    return prompt[prompt.rindex("RetrievedDocuments "):]
+
+
+def test_headers_and_status_entries_are_charged_to_the_round_and_the_rest_collapse_into_one_entry(ladder, slates):
+    many = slates["Knowledge"] / "docs" / "many"
+    many.mkdir()
+    for i in range(400):
+        (many / f"f{i:04d}_with_a_rather_long_name.md").write_text("x")
+    missing = [f"nope{i}.md" for i in range(300)]
+    last = "many/f0399_with_a_rather_long_name.md"
+    outs = [req(glob="many/*"), req(files=missing), req(files=[last]), "done"]
+    run = Run(research(ladder, rounds=3, schema=LOOSE), model=ScriptedModel({"research": outs}), slates=slates,
+              input="q", max_round_chars=2_000)
+    run.run()
+    first = run.trace.calls()[0].fetched
+    assert len(first) == 400                                   # the trace records every match
+    shown = [f for f in first if f.status == "fetched"]
+    left = [f for f in first if f.status == "left_out"]
+    assert shown and left and len(shown) + len(left) == 400
+    assert all("reached its 2,000-character bound" in f.note for f in left)
+    block = _block(run, 1)
+    assert block.count("[glob] ---") == len(shown) + 1         # the shown files and one summary entry
+    assert block.endswith(f"--- ({len(left)} more) [glob] ---\n({len(left)} more left out: this round's retrieved "
+                          "block reached its 2,000-character bound; ask for them again in a later round)")
+    body = block.split("\n", 1)[1]
+    assert len(body) - len(body.rsplit("\n\n", 1)[1]) <= 2_000  # entries within the bound, summary on top
+    not_found = _block(run, 2)                                  # "(not found)" entries are charged too
+    assert len(not_found) < 2_300 and "more left out" in not_found
+    assert last in {f.path for f in left}
+    assert [(f.path, f.status) for f in run.trace.calls()[2].fetched] == [(last, "fetched")]   # asked again
+
+
+def test_a_listing_in_a_full_block_is_left_out_not_a_bare_cut_note(ladder, slates):
+    docs = slates["Knowledge"] / "docs"
+    (docs / "big.md").write_text("b" * 5_000)
+    (docs / "sub").mkdir()
+    for i in range(50):
+        (docs / "sub" / f"file{i:03d}.md").write_text("s")
+    outs = [req(files=["big.md"], subfolders=["sub"]), "done"]
+    run = Run(research(ladder, schema=LOOSE), model=ScriptedModel({"research": outs}), slates=slates, input="q",
+              max_round_chars=1_500, max_fetch_chars=1_400)
+    run.run()
+    first = run.trace.calls()[0].fetched
+    assert [(f.path, f.status) for f in first] == [("big.md", "fetched"), ("sub/", "left_out")]
+    assert "-character listing]" not in _block(run, 1)
 
 
 def test_a_slate_read_of_a_whole_file_has_the_same_bound(ladder, slates):

@@ -412,3 +412,15 @@ steps:
     child_prompts = [p for s, d, p in seen if s == "read"]
     assert len(child_prompts) == 2 and all(d == 1 for s, d, _ in seen if s == "read")
     assert child_prompts[0] == "In:\nfrom start\n\nCore:\nSeed fact."
+
+
+def test_a_step_creates_no_more_nodes_than_the_budget_can_call_for(ladder, slates, monkeypatch):
+    from ladr_lab.engine import steps
+    made = []
+    real = steps.run_node
+    monkeypatch.setattr(steps, "run_node", lambda x, step, k, res: made.append(k) or real(x, step, k, res))
+    lad = ladder("- id: many\n  nodes: 10000\n  systemPrompt: x\n",
+                 head="name: t\nexecutionBudget: { maxLlmCalls: 5 }\n")
+    res = Run(lad, model=ScriptedModel(lambda m, **h: "x"), slates=slates).run()
+    assert res.status == "budget_exhausted" and res.llm_calls == 5
+    assert made == [1, 2, 3, 4, 5, 6]          # node 6 finds the budget spent; no node after it is created

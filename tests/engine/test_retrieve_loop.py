@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -158,3 +159,41 @@ def test_calls_never_exceed_max_rounds_plus_one_and_nothing_leaves_the_folder(la
         assert len(run.trace.calls("research", k)) <= rounds + 1
     assert res.llm_calls <= nodes * (rounds + 1)
     assert all(SECRET not in m["content"] for c in run.trace.calls() for m in c.messages)
+
+
+LOOSE_REQUEST = {"type": "object", "required": ["request"]}
+
+
+@pytest.mark.parametrize("request_, path, status, note", [
+    ({"metatag": {"name": "tags", "contains": 5}}, "tags", "no_match", "metatag contains takes a text (got 5)"),
+    ({"files": [3]}, "3", "no_match", "files takes path strings (got 3)"),
+    ({"files": [True]}, "true", "no_match", "files takes path strings (got true)"),
+    ({"metatag": {"name": "tree", "depth": "x"}}, "tree", "no_match",
+     'tree takes depth as a whole number >= 1 (got "x")'),
+    ({"subfolders": [".."]}, "../", "not_found", None),          # refused, said exactly as a missing path
+    ({"subfolders": ["notes/../.."]}, "notes/../../", "not_found", None),
+    ({"files": ["../core.md"]}, "../core.md", "not_found", None),
+])
+def test_a_malformed_entry_tells_the_model_what_was_wrong(ladder, slates, request_, path, status, note):
+    out = json.dumps({"request": request_})
+    run = Run(research(ladder, schema=LOOSE_REQUEST), model=ScriptedModel({"research": [out, "ok"]}), input="q",
+              slates=slates)
+    run.run()
+    (f,) = run.trace.calls()[0].fetched
+    prompt = run.trace.calls()[1].messages[1]["content"]
+    if note is None:
+        assert (f.path, f.status, f.note) == (path, status, None) and f"--- {path.rstrip('/')}" in prompt
+        assert "(not found)" in prompt and '"name": "core.md"' not in prompt.split("RetrievedDocuments 1:")[1]
+        return
+    assert (f.path, f.status) == (path, status) and f.note.startswith(note)
+    assert f"({status.replace('_', ' ')}: {note}" in prompt
+
+
+@pytest.mark.parametrize("asked", ["", ".", "/", "./"])
+def test_the_folder_itself_is_listed_when_a_subfolder_names_it(ladder, slates, asked):
+    out = json.dumps({"request": {"subfolders": [asked]}})
+    run = Run(research(ladder, schema=LOOSE_REQUEST), model=ScriptedModel({"research": [out, "ok"]}), input="q",
+              slates=slates)
+    run.run()
+    (f,) = run.trace.calls()[0].fetched
+    assert (f.path, f.status) == ("/", "listed")

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 
-from ladr_lab import cost_report, load_trace
-from ladr_lab.engine import Run
+import pytest
+
+from ladr_lab import LadrError, RunArgumentError, cost_report, load_trace
+from ladr_lab.engine import Limits, Run
 from ladr_lab.models import ReplayModel, ScriptedModel
 
 
@@ -372,3 +374,18 @@ def test_a_model_error_gives_the_failed_call_s_step_and_node_in_the_result(ladde
     assert res.status == "error" and res.error_type == "ModelError" and "api down" in res.error
     assert run.exception.call.node == 2
     assert (res.error_step, res.error_node) == ("two", 2)
+
+
+@pytest.mark.parametrize("arg", ["max_fetch_chars", "max_round_chars"])
+@pytest.mark.parametrize("value", [-1, 0, "x", 2.5, True, "5" * 500])
+def test_a_fetch_bound_that_is_not_a_whole_number_from_one_is_refused_before_the_run(ladder, slates, arg, value):
+    with pytest.raises(RunArgumentError) as err:
+        Run(ladder("- id: a\n"), model=ScriptedModel(["x"]), slates=slates, **{arg: value})
+    assert isinstance(err.value, ValueError) and isinstance(err.value, LadrError)
+    assert str(err.value).startswith(f"{arg} must be a whole number >= 1") and len(str(err.value)) < 200
+
+
+def test_a_fetch_bound_of_none_is_the_default_and_one_is_allowed(ladder, slates):
+    run = Run(ladder("- id: a\n"), model=ScriptedModel(["x"]), slates=slates, max_fetch_chars=None, max_round_chars=1)
+    assert run.limits == Limits(round_chars=1)
+    assert run.run().status == "completed"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,16 @@ def test_all_lists_the_public_names():
     public = {n for n in dir(models) if not n.startswith("_") and n[0].isupper() or n in ("get_model", "estimate_tokens")}
     assert public <= set(models.__all__)
     assert models.__all__ == sorted(models.__all__)
+
+
+def test_base_dir_is_typed_and_taken_as_a_str_or_a_path(tmp_path):
+    import typing
+
+    for fn in (get_model, ReplayModel.__init__):
+        hint = typing.get_type_hints(fn)["base_dir"]
+        assert str in typing.get_args(hint) and Path in typing.get_args(hint), fn
+    script = tmp_path / "s.yaml"
+    script.write_text("'*': [hello]\n")
+    for base in (str(tmp_path), tmp_path):
+        model = get_model("script:s.yaml", base_dir=base)
+        assert model.complete([{"role": "user", "content": "q"}]).text == "hello"
