@@ -7,7 +7,9 @@ validator's is_valid).
 The outputs are all distinct (no help from caching equal outputs): a quarter wrapped requests, a
 quarter prose final answers, a quarter fenced JSON inside prose, a quarter near misses (a string where
 a list is wanted, a misspelt mode, the bare form, an extra key). They are recorded as the `llm_call`
-events of 100 node executions of one retrieve step, judged by the engine against the original schema.
+events of one execution of a retrieve step with 1,000 one-round nodes, judged by the engine against the original
+schema, so no output comes after a flip (re-judging leaves rounds after a flip unknown and does not validate them:
+`--rounds-per-node 10` shows that shape, which is faster).
 The edited schema adds `maxItems: 2` to `files` and `minLength: 3` to `glob`, so some rounds flip; it is a
 new object with new content (a `$comment`) at every call, as an editor's keystrokes make, so its compiled
 validator is never reused from an earlier call.
@@ -105,7 +107,11 @@ def outputs(n: int, seed: int = 7) -> list[str]:
     return out
 
 
-def recorded_trace(texts: list[str], per_exec: int = 10) -> Trace:
+def recorded_trace(texts: list[str], per_exec: int = 1) -> Trace:
+    """One step execution of len(texts) // per_exec nodes, per_exec rounds each. With one round per node (the
+    default) no output comes after a flip in its own node or upstream, so every output is re-judged: the
+    measure of judging cost. With more rounds per node, the rounds after a flip are unknown and not
+    judged (`--rounds-per-node`)."""
     t = Trace()
     seq = 0
 
@@ -113,15 +119,15 @@ def recorded_trace(texts: list[str], per_exec: int = 10) -> Trace:
         nonlocal seq
         t.events.append(type(e)(**{**{f: getattr(e, f) for f in e.own_fields()}, "seq": seq}))
         seq += 1
+    add(StepStart(step="research", step_type="normal", nodes=len(texts) // per_exec))
     for start in range(0, len(texts), per_exec):
         node = start // per_exec + 1
-        add(StepStart(step="research", step_type="normal", nodes=len(texts) // per_exec))
         for k, text in enumerate(texts[start:start + per_exec], 1):
             v = judge(text, SCHEMA)
             add(LlmCall(step="research", node=node, round=k, iteration=1, messages=[], output=text,
                         forced_final=False, request_match="retrieval" if v.is_request else "final", model="bench",
                         reason=v.reason, request=v.request if v.is_request else None, verdict=v.judgement))
-        add(StepEnd(step="research", survivors=1, nodes=1, jump=None))
+    add(StepEnd(step="research", survivors=len(texts) // per_exec, nodes=len(texts) // per_exec, jump=None))
     return t
 
 
@@ -138,9 +144,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--rounds-per-node", type=int, default=1,
+                    help="1 (default): every output is judged; more: rounds after a flip are unknown, not judged")
     a = ap.parse_args()
     texts = outputs(a.n)
-    trace = recorded_trace(texts)
+    trace = recorded_trace(texts, a.rounds_per_node)
     rejudge_module = importlib.import_module("ladr_lab.analysis.rejudge")
     compiled = validator(copy.deepcopy(edited_schema()))
 
@@ -197,7 +205,8 @@ def main() -> None:
                                 text=True).stdout.strip()
     except OSError:
         commit = None
-    out = {"n": a.n, "distinct": len(set(texts)), "flips": flips, "repeat": a.repeat, "results": results,
+    out = {"n": a.n, "rounds_per_node": a.rounds_per_node, "distinct": len(set(texts)), "flips": flips,
+           "repeat": a.repeat, "results": results,
            "targets_met": target_ok, "python": platform.python_version(), "platform": platform.platform(),
            "cpus": os.cpu_count(), "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
            "commit": commit, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

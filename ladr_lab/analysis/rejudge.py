@@ -199,6 +199,18 @@ class _Rejudge:
             row["effect"] = "forced final call: its output is final whatever it matches"
         return row
 
+    def unjudged_request_row(self, item: _Item) -> dict | None:
+        """A round after a flip in its execution or upstream: the recorded side only (whether and how the
+        edited run would judge it is unknown, so the output is not validated)."""
+        e: LlmCall = item.event
+        covered, _ = self.edits.request_match(e.step)
+        if not covered:
+            return None
+        row = self.base(item, "requestMatch")
+        row["forced"] = bool(e.forced_final)
+        row["old"] = None if e.forced_final else e.request_match == "retrieval"
+        return row
+
     def request_effect(self, item: _Item, v, execs: dict) -> Effect:
         e: LlmCall = item.event
         ex = execs.get(item.where.execution, _Exec())
@@ -320,7 +332,9 @@ class _Rejudge:
             if item.kind == "end":
                 self.end_step(item.where)
                 continue
-            if item.kind == "requestMatch":
+            if item.kind == "requestMatch" and self.after(item.where) is not None:
+                row = self.unjudged_request_row(item)    # its verdict would be unknown anyway: not judged
+            elif item.kind == "requestMatch":
                 row = self.request_row(item, execs)
             elif item.kind == "gate":
                 row = self.gate_row(item, execs)
