@@ -60,26 +60,17 @@ def round_tag(e: LlmCall) -> str:
     return "forced final" if e.forced_final else (e.request_match or "answer")
 
 
-@dataclass(frozen=True)
-class VerdictStory:
-    """How an output was judged: the test, matched or not, the extraction rule, the form, and for a schema
-    failure the deciding keyword with its schema and instance paths."""
-
-    test: str
-    matched: bool
-    extraction: str | None = None
-    form: str | None = None
-    keyword: str | None = None
-    schema_path: str | None = None
-    instance_path: str | None = None
-    message: str | None = None
+@dataclass(frozen=True, kw_only=True)
+class VerdictStory(Judgement):
+    """How an output was judged, told: a recorded Judgement (test, matched or not, extraction rule, form, and
+    for a schema failure the deciding keyword with its schema and instance paths) with its words."""
 
     @classmethod
     def of(cls, j: Judgement | None) -> VerdictStory | None:
         """The story of a recorded Judgement (None stays None)."""
         if j is None:
             return None
-        return cls(j.test, j.matched, j.extraction, j.form, j.keyword, j.schema_path, j.instance_path, j.message)
+        return cls(**{k: getattr(j, k) for k in Judgement._ORDER})
 
     @property
     def deciding(self) -> str | None:
