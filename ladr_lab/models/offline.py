@@ -33,7 +33,11 @@ researcher, so every demo and notebook runs end to end without an API:
    best three (two when the third is much weaker; ties go to the sentence from the better-matching
    file, then document order) are given in document order, each cited with its source in square
    brackets: `Slates are folders of files [glossary.md].` A sentence that already ends in a
-   citation keeps it. If nothing overlaps, it says so plainly and cites what it read. Sentences
+   citation keeps it. When no sentence shares a question word but a source does, by the overlap
+   files are chosen by (its path, its summary/tags) or in a heading, short line or code, its opening
+   sentences answer, best-sharing source first (a file picked as `recipes/pancakes.md` whose text
+   never says "pancakes" is still quoted). Only if nothing read overlaps does it say so plainly and
+   cite what it read. Sentences
    with braces are skipped, so a prose answer holds no JSON object.
 4. **output_schema** given (final call): it emits one JSON value built from the schema — objects
    get their required and simple properties; strings an extractive sentence, or by property name
@@ -52,7 +56,7 @@ import json
 import math
 import re
 
-from ladr_lab.models._prompt import Prompt, parse_prompt, path_terms, sentences, terms, words
+from ladr_lab.models._prompt import Prompt, parse_prompt, path_terms, sentences, stem, terms, words
 from ladr_lab.models._schema import Material, build_instance, enum_values, is_valid, properties, resolve
 from ladr_lab.models.base import (
     CallInfo,
@@ -262,6 +266,8 @@ class _Answer:
     def __init__(self, prompt: Prompt) -> None:
         self.prompt = prompt
         self.query = set(_query(prompt))
+        self.own_question = False   # only the question itself to work from
+        self.mentions: list[tuple[str, set[str]]] = []
         self.sources = self._sources()
         self.ranked = self._rank()
 
@@ -280,6 +286,7 @@ class _Answer:
             # Only the question itself to work from (e.g. a summarising step): let the system
             # prompt's words steer which of its sentences matter too.
             self.query |= set(terms(self.prompt.system))
+            self.own_question = True
             return [(q.name or "input", q.text)]
         return []
 
@@ -300,11 +307,28 @@ class _Answer:
             (-round(sum(weight[t] for t in hits), 9), -bonus, si, pos, sent, label)
             for si, pos, bonus, sent, label, hits in units if hits
         )
+        if not scored and not self.own_question:
+            scored = self._by_source(units)
         best = scored[:MAX_FILES]
         if len(best) == 3 and -best[2][0] * 2 < -best[0][0]:
             best = best[:2]  # a third sentence much weaker than the best only dilutes the answer
         self._order = sorted(best, key=lambda r: (r[2], r[3]))
         return [(r[4], r[5]) for r in scored]
+
+    def _shared(self, label: str, text: str) -> set[str]:
+        """Question words a source shares by the overlap files are chosen by (its path, its summary/tags
+        metatags) or anywhere in its text (headings, short lines, code), stemmed alike."""
+        info = self.prompt.files.get(label)
+        meta = " ".join(info.meta) if info else ""
+        return self.query & (path_terms(label) | set(terms(meta)) | set(terms(text)))
+
+    def _by_source(self, units: list) -> list:
+        # No sentence names a question word, but a source that shares one (the file was picked by its
+        # name, or says it in a heading) still answers: its opening sentences, best-sharing source first.
+        shared = {si: self._shared(label, text) for si, (label, text) in enumerate(self.sources)}
+        score = {si: 2 * len(hits & path_terms(self.sources[si][0])) + len(hits) for si, hits in shared.items()}
+        self.mentions = [(self.sources[si][0], hits) for si, hits in shared.items() if hits]
+        return sorted((-score[si], 0, si, pos, sent, label) for si, pos, _b, sent, label, _h in units if shared[si])
 
     @property
     def labels(self) -> list[str]:
@@ -314,6 +338,10 @@ class _Answer:
 
     def prose(self) -> str:
         """Two or three cited sentences, or a plain statement that nothing relevant was found."""
+        if not self._order and self.mentions:
+            said = {w: None for w in words(self.prompt.question) if stem(w) in set().union(*(h for _, h in self.mentions))}
+            cites = ", ".join(f"[{label}]" for label, _ in self.mentions)
+            return f"I found no sentence to quote, but {cites} mention{'s' if len(self.mentions) == 1 else ''} {', '.join(said) or 'it'}."
         if not self._order:
             read = ", ".join(f"[{label}]" for label, _ in self.sources)
             if read:

@@ -7,6 +7,8 @@ import json
 import jsonschema
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ladr_lab.models import CallInfo, OfflineModel
 from ladr_lab.models._prompt import parse_prompt, stem, terms
@@ -307,3 +309,131 @@ def test_parallel_nodes_read_different_files():
     assert all(asked) and len({f for files in asked for f in files}) == sum(len(f) for f in asked)
     single = json.loads(model.respond(msgs, request_match=schema))["files"]
     assert len(single) == 3
+
+
+# ------------------------------------------------------------------ what it read answers (issue 16, item 13)
+
+PANCAKES = "# Pancakes\n\nMix flour, eggs and milk into a smooth batter. Cook on a hot griddle until golden.\n"
+PANCAKE_LADDER = """\
+name: my-notes
+model: offline
+slates:
+  - title: Notes
+    path: slate
+    folders:
+      - name: docs
+steps:
+  - id: research
+    fields:
+      - { name: Question,  type: text,      from: input.context }
+      - { name: FileIndex, type: slateRead, from: { slate: Notes, folder: docs, metatag: index } }
+    retrieve:
+      to: { slate: Notes, folder: docs }
+      as: RetrievedDocuments
+      maxRounds: 3
+      requestMatch:
+        type: object
+        required: [request]
+        additionalProperties: false
+        properties:
+          request:
+            type: object
+            minProperties: 1
+            additionalProperties: false
+            properties:
+              files:      { type: array, items: { type: string } }
+              subfolders: { type: array, items: { type: string } }
+              glob:       { type: string }
+    systemPrompt: Answer the Question from the documents; cite them by path.
+"""
+
+
+def test_pancakes_read_by_its_name_is_quoted_not_reported_as_nothing(tmp_path):
+    """A learner's slate: the file was chosen because its name shares the question's word; its body
+    (a heading, then the method) answers the question, so the answer quotes it with the citation."""
+    from ladr_lab import Run, load_ladder_text
+    docs = tmp_path / "slate" / "docs"
+    for rel, text in {"recipes/pancakes.md": PANCAKES,
+                      "recipes/soup.md": "# Soup\n\nRoast tomatoes with garlic, then blend them with stock.\n",
+                      "garden/roses.md": "# Roses\n\nPrune roses in late winter and water them weekly.\n"}.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text)
+    ladder = load_ladder_text(PANCAKE_LADDER, base_dir=tmp_path)
+    run_ = Run(ladder, input="How do I make pancakes?")
+    result = run_.run()
+    fetches = run_.trace.to_dataframe("fetches")
+    assert fetches[fetches.status == "fetched"].path.tolist() == ["recipes/pancakes.md"]
+    assert "found nothing" not in result.output.lower()
+    assert "Mix flour, eggs and milk into a smooth batter [recipes/pancakes.md]." in result.output
+    assert "Cook on a hot griddle until golden [recipes/pancakes.md]." in result.output
+
+
+# Content words whose stems are disjoint: the question draws from ASK, every other word from OTHER.
+ASK = ["pancakes", "griddle", "compost", "telescope", "harvest", "violins"]
+OTHER = ["river", "mountain", "granite", "harbor", "lantern", "meadow", "copper", "orchard", "glacier", "pebble"]
+FILLER = st.lists(st.sampled_from(OTHER), min_size=3, max_size=6).map(lambda ws: " ".join(ws).capitalize() + ".")
+
+
+def _with_word(word: str):
+    """Bodies in which `word` occurs once, in every place a learner's file puts it."""
+    return st.sampled_from([
+        f"The {word} matters a great deal here.",            # a sentence
+        f"# {word.capitalize()}",                            # a heading only
+        f"- {word}",                                         # a short bullet
+        f"{word.capitalize()}:",                             # a short label line
+        f"```\n{word}\n```",                                 # inside a code block
+    ])
+
+
+@st.composite
+def _fetched_files(draw):
+    word = draw(st.sampled_from(ASK))
+    n = draw(st.integers(1, 4))
+    target = draw(st.integers(0, n - 1))
+    files = []
+    for i in range(n):
+        body = draw(st.lists(FILLER, min_size=0, max_size=3))
+        if i == target:
+            body.insert(draw(st.integers(0, len(body))), draw(_with_word(word)))
+        elif not body:
+            body = [draw(FILLER)]
+        name = "/".join(draw(st.lists(st.sampled_from(OTHER), min_size=1, max_size=2, unique=True))) + f"-{i}.md"
+        files.append((name, "\n\n".join(body)))
+    return word, files, files[target][0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_fetched_files(), st.booleans())
+def test_a_fetched_file_sharing_a_question_word_is_cited_in_the_answer(case, forced):
+    """Whenever a fetched file shares a content word with the question (in a sentence, a heading, a
+    bullet, a label or code), the final answer cites that file instead of saying it found nothing."""
+    word, files, target = case
+    msgs = user(f"How do I use the {word}?", index=[{"name": p, "size": len(t)} for p, t in files],
+                blocks=[[(p, "files", t) for p, t in files]], forced=forced)
+    out = run(msgs, request_match=None if forced else WRAPPED, forced_final=forced, round=2)
+    assert _json_or_none(out) is None
+    assert f"[{target}]" in out and "found nothing" not in out.lower()
+    for path, _ in files:
+        if path != target:
+            assert f"[{path}]" not in out   # a file sharing no word is not cited as an answer
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(FILLER, min_size=1, max_size=3), min_size=1, max_size=4), st.sampled_from(ASK))
+def test_nothing_shared_is_still_said_plainly(bodies, word):
+    """Only when nothing read shares a question word does the answer say it found nothing."""
+    files = [(f"{OTHER[i]}.md", "\n\n".join(b)) for i, b in enumerate(bodies)]
+    msgs = user(f"How do I use the {word}?", blocks=[[(p, "files", t) for p, t in files]], forced=True)
+    out = run(msgs, forced_final=True)
+    assert out.startswith("I found nothing that answers this")
+    assert all(f"[{p}]" in out for p, _ in files)
+
+
+def test_a_file_named_for_the_question_is_answered_from_its_opening():
+    """The file's name (the overlap it was chosen by) shares the word; its text never says it."""
+    msgs = user("How do I make pancakes?", index=[{"name": "recipes/", "size": 90, "files": 1}],
+                blocks=[[("recipes/pancakes.md", "files", "Mix flour and eggs well. Then fry each one. Serve them warm with syrup.")]],
+                forced=True)
+    out = run(msgs, forced_final=True)
+    assert out == ("Mix flour and eggs well [recipes/pancakes.md]. Then fry each one [recipes/pancakes.md]."
+                   " Serve them warm with syrup [recipes/pancakes.md].")
