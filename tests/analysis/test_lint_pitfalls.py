@@ -174,3 +174,15 @@ def test_max_rounds_low_is_not_advised_when_wasted_rounds_explain_the_forced_fin
     t2 = traced(tmp_path, slates, ladder_text({"rounds": 1}), {"research": [req("core.md"), req("faq.md")]}, "b.jsonl")
     assert [e["round"] for e in lint(write(tmp_path, ladder_text({"rounds": 1})), [t2]).by_code("max-rounds-low")[0]
             .evidence] == [2]
+
+
+def test_a_system_prompt_example_that_requestmatch_refuses(tmp_path):
+    prompt = ('To retrieve, emit exactly:\\n{"request": {"files": ["core.md"]}}\\n'
+              'or {"request": {"file": "core.md"}}\\nWhen done, answer {"answer": "..."} in prose.')
+    text = ladder_text({}) + "    systemPrompt: '" + prompt.replace("\\n", " ") + "'\n"
+    report = lint(write(tmp_path, text))
+    (f,) = report.by_code("prompt-example-unmatched")
+    assert '{"request": {"file": "core.md"}}' in f.message and "additionalProperties" in f.message
+    assert f.fix and f.line is not None
+    good = ladder_text({}) + '    systemPrompt: "Emit {\\"request\\": {\\"files\\": [\\"a.md\\"]}} to retrieve."\n'
+    assert lint(write(tmp_path, good)).by_code("prompt-example-unmatched") == []
