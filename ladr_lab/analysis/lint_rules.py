@@ -110,16 +110,17 @@ def prompt_examples(text: str) -> list:
     """Every outermost JSON object in a prompt that looks like a retrieval request (a `request` key or a
     mode name), found with the project's JSON extraction engine (all candidates, not just the first)."""
     from ..jsonx import iter_candidates
-    found = sorted((c for c in iter_candidates(text) if c.span is not None), key=lambda c: (c.span[0], -c.span[1]))
+    found = [(c.span, c.value) for c in iter_candidates(text) if c.span is not None]
     out: list = []
     end = -1
-    for c in found:
-        if c.span[0] < end:
+    for (start, stop), v in sorted(found, key=lambda t: (t[0][0], -t[0][1])):
+        if start < end:
             continue                  # nested in an example already taken
-        end = c.span[1]
-        v = c.value
-        inner = v.get("request") if isinstance(v, dict) and isinstance(v.get("request"), dict) else v
-        if isinstance(v, dict) and ("request" in v or any(m in inner for m in MODE_NAMES)) and v not in out:
+        end = stop
+        if not isinstance(v, dict):
+            continue
+        inner = v["request"] if isinstance(v.get("request"), dict) else v
+        if ("request" in v or any(m in inner for m in MODE_NAMES)) and v not in out:
             out.append(v)
     return out
 
