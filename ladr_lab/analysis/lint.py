@@ -11,7 +11,8 @@ From traces (each finding names the step, the calls that show it and a fix):
 - `rounds-nothing-new`: a retrieval round in which every entry was already in context, not found or
   matched nothing;
 - `max-rounds-low`: forced final calls (the budget of rounds ran out; more so when the forced output
-  was still a request);
+  was still a request), except those after a `final-taken-as-request` or `rounds-nothing-new` round of the
+  same execution: those findings explain them (their message counts them), and more rounds would be wasted too;
 - `max-rounds-unused` (info): no execution used more than a few of maxRounds' rounds;
 - `budget-exhausted`: a run that stopped at executionBudget.maxLlmCalls.
 
@@ -209,30 +210,39 @@ class _TraceLint:
                 continue
             schema = step.retrieve.request_match
             used = 0
+            wasted: str | None = None
             for c in calls:
                 if c.request_match == "retrieval":
                     used += 1
                     self.retrieved[step_id] += 1
-                    self._retrieval(label, step_id, c)
+                    why = self._retrieval(label, step_id, c)
+                    wasted = wasted or why          # the first wasted round is the cause to fix
                 elif c.forced_final:
-                    self._forced(label, step_id, c, schema)
+                    self._forced(label, step_id, c, schema, wasted)
                 elif c.request_match == "final":
                     v = judge(c.output, schema)
                     if not v.is_request and v.json_value is not None and _request_like(v.json_value):
                         self.misses[step_id].append((_evidence(label, c), v.judgement))
             self.rounds_used[step_id].append(used)
 
-    def _retrieval(self, label: str, step_id: str, c: LlmCall) -> None:
+    def _retrieval(self, label: str, step_id: str, c: LlmCall) -> str | None:
+        """Collect a retrieval round's evidence; the code of the finding when the round was wasted."""
         fetched = c.fetched or ()
         no_mode = any(f.mode == "request" for f in fetched) or not _names_mode(c.request or {})
         if no_mode:
             self.ev[("final-taken-as-request", step_id)].append(_evidence(label, c))
-        elif fetched and all(f.status in NOTHING_NEW for f in fetched):
+            return "final-taken-as-request"
+        if fetched and all(f.status in NOTHING_NEW for f in fetched):
             self.ev[("rounds-nothing-new", step_id)].append(
                 {**_evidence(label, c), "statuses": sorted({f.status for f in fetched})})
+            return "rounds-nothing-new"
+        return None
 
-    def _forced(self, label: str, step_id: str, c: LlmCall, schema: dict) -> None:
-        self.ev[("max-rounds-low", step_id)].append(_evidence(label, c))
+    def _forced(self, label: str, step_id: str, c: LlmCall, schema: dict, wasted: str | None = None) -> None:
+        # a forced final after a wasted round is that finding's consequence: "raise maxRounds" would only
+        # buy more wasted calls, so it counts there and not as max-rounds-low (a learner follows fixes literally)
+        self.ev[("max-rounds-low" if wasted is None else f"forced-after:{wasted}", step_id)].append(
+            _evidence(label, c))
         v = judge(c.output, schema)
         if v.is_request and not _names_mode(v.json_value):
             self.ev[("forced-final-matched", step_id)].append(_evidence(label, c))
@@ -250,7 +260,8 @@ class _TraceLint:
                 out.append(Finding("final-taken-as-request", "warning", sid,
                                    f"{len(got)} retrieval round(s) whose request names no retrieval mode (files, "
                                    "subfolders, metatag, glob, similarTo): a final answer in JSON matched "
-                                   "requestMatch", FIXES["loose-request-match"], got))
+                                   "requestMatch" + _forced_note(self.ev, "final-taken-as-request", sid),
+                                   FIXES["loose-request-match"], got))
             got = self.ev.get(("forced-final-matched", sid))
             if got:
                 out.append(Finding("forced-final-matched", "warning", sid,
@@ -272,7 +283,8 @@ class _TraceLint:
             if got:
                 out.append(Finding("rounds-nothing-new", "warning", sid,
                                    f"{len(got)} retrieval round(s) brought nothing new (every entry already in "
-                                   "context, not found or matching nothing)",
+                                   "context, not found or matching nothing)"
+                                   + _forced_note(self.ev, "rounds-nothing-new", sid),
                                    "show FileIndex / FolderTree so requests name real paths, and say in the "
                                    "systemPrompt that (already in context) means the document is above", got))
             forced = self.ev.get(("max-rounds-low", sid))
@@ -302,6 +314,12 @@ class _TraceLint:
             if lc:
                 f.line, f.column = lc
         return out
+
+
+def _forced_note(ev: dict, code: str, sid: str) -> str:
+    n = len(ev.get((f"forced-after:{code}", sid), ()))
+    return (f"; {n} forced final call(s) follow from these wasted rounds (raising maxRounds would only waste "
+            "more calls: fix this first)") if n else ""
 
 
 def lint(ladder: Ladder | str | Path, traces=(), *, knobs: dict | None = None) -> LintReport:

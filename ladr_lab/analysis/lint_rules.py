@@ -7,6 +7,9 @@ registry of their own (docs/config.md), so they are located, coded and reported 
 - `no-index-field`: a retrieve step without a field reading the `index` (or `tree`) of the folder it
   retrieves from ("Always include at least metatag: index as a field on a retrieve step").
 - `max-rounds-high`: maxRounds above 10 ("For most use cases, 3-5 rounds is plenty").
+- `prompt-example-unmatched`: a request the systemPrompt shows (every outermost JSON object in it that names
+  `request` or a retrieval mode) that requestMatch refuses: the model copies the example, and its request
+  would be taken as the final answer.
 - `fan-out-cost`: a multi-node retrieve step whose worst case (nodes × (maxRounds + 1)) exceeds
   executionBudget.maxLlmCalls, or that no maxLlmCalls bounds.
 """
@@ -33,6 +36,8 @@ FIXES = {
     "no-index-field": "add a field `{ name: FileIndex, type: slateRead, from: { slate: S, folder: F, metatag: "
                       "index } }` for the retrieve folder, so the model can see what exists",
     "max-rounds-high": "lower retrieve.maxRounds to 3-5; each round is one model call per node",
+    "prompt-example-unmatched": "make the systemPrompt's example match requestMatch (or loosen requestMatch "
+                                "where it refuses it): the model writes what the prompt shows",
     "fan-out-cost": "control nodes with a knob, lower maxRounds, or set executionBudget.maxLlmCalls to the "
                     "cost you accept",
 }
@@ -98,6 +103,51 @@ def _no_index(site: Site) -> Iterator[ConfigError]:
                       at=("retrieve",), severity="warning")
 
 
+MODE_NAMES = ("files", "subfolders", "metatag", "glob", "similarTo")
+
+
+def prompt_examples(text: str) -> list:
+    """Every outermost JSON object in a prompt that looks like a retrieval request (a `request` key or a
+    mode name), found with the project's JSON extraction engine (all candidates, not just the first)."""
+    from ..jsonx import iter_candidates
+    found = [(c.span, c.value) for c in iter_candidates(text) if c.span is not None]
+    out: list = []
+    end = -1
+    for (start, stop), v in sorted(found, key=lambda t: (t[0][0], -t[0][1])):
+        if start < end:
+            continue                  # nested in an example already taken
+        end = stop
+        if not isinstance(v, dict):
+            continue
+        inner = v["request"] if isinstance(v.get("request"), dict) else v
+        if ("request" in v or any(m in inner for m in MODE_NAMES)) and v not in out:
+            out.append(v)
+    return out
+
+
+@rule("step", "prompt-example-unmatched", registry=_OWN)
+def _prompt_example(site: Site) -> Iterator[ConfigError]:
+    raw = site.raw if isinstance(site.raw, dict) else {}
+    r = raw.get("retrieve")
+    prompt = raw.get("systemPrompt")
+    if not isinstance(r, dict) or not isinstance(prompt, str):
+        return
+    schema = _valid_schema(r.get("requestMatch"))
+    if schema is None:
+        return
+    import json
+
+    from ..engine.judging import schema_failure
+    for example in prompt_examples(prompt):
+        err = schema_failure(example, schema)
+        if err is not None:
+            where = "/".join(str(p) for p in err.schema_path) or "/"
+            yield problem(f"the systemPrompt's example {json.dumps(example, ensure_ascii=False)} does not match "
+                          f"retrieve.requestMatch (`{err.validator}` at {where}: {err.message}): a model that "
+                          "copies it would have its request taken as the final answer",
+                          at=("systemPrompt",), severity="warning")
+
+
 @rule("retrieve", "max-rounds-high", registry=_OWN)
 def _max_rounds_high(site: Site) -> Iterator[ConfigError]:
     n = site.raw.get("maxRounds")
@@ -125,4 +175,4 @@ def _fan_out(site: Site) -> Iterator[ConfigError]:
                       at=("nodes",), severity="warning")
 
 
-__all__ = ["FINAL_LOOKING", "FIXES", "MAX_ROUNDS_HIGH", "looseness", "registry"]
+__all__ = ["FINAL_LOOKING", "FIXES", "MAX_ROUNDS_HIGH", "MODE_NAMES", "looseness", "prompt_examples", "registry"]

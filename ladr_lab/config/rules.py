@@ -123,6 +123,7 @@ CODES: dict[str, Code] = {
     "loose-request-match": Code("(lint) a requestMatch that accepts {} or a final-looking object"),
     "no-index-field": Code("(lint) a retrieve step without a field reading its folder's index or tree", at_key=True),
     "max-rounds-high": Code("(lint) retrieve.maxRounds above 10"),
+    "prompt-example-unmatched": Code("(lint) a request example in the systemPrompt that requestMatch refuses"),
     "fan-out-cost": Code("(lint) nodes × (maxRounds + 1) above executionBudget.maxLlmCalls, or unbounded"),
 }
 

@@ -139,6 +139,7 @@ class _Round:
             # exactly "(not found)" (SPEC conformance): a refused path is not told apart from a missing one
             self.add(Fetched(path=asked, mode=mode, status="not_found", **extra))
             return
+        rel = _listed(self.folder, rel) or rel
         shown = asked if asked != rel else None
         if self.hidden:                     # the round is full: read nothing more
             self.hide(Fetched(path=rel, mode=mode, asked=shown, **extra))
@@ -197,6 +198,22 @@ class _Round:
                          truncated=True if total is not None else None, total_bytes=total), text)
 
 
+def _listed(folder, rel: str, *, sub: bool = False) -> str | None:
+    """The listed file (or subfolder) a canonical request path names (docs/DECISIONS.md): as written, in another
+    Unicode normal form, or without the folder's own name in front (`docs/core.md` in folder `docs`) when the
+    path as written names nothing; None when nothing listed matches. Never anything outside the folder."""
+    locate = getattr(folder, "locate", None)
+    if locate is None:
+        return None
+    found = locate(rel, folder=sub)
+    if found is not None:
+        return found
+    prefix = str(getattr(folder, "name", "")).strip("/") + "/"
+    if prefix != "/" and rel.startswith(prefix) and len(rel) > len(prefix):
+        return locate(rel[len(prefix):], folder=sub)
+    return None
+
+
 def _as_list(v: Any) -> list:
     if v is None:
         return []
@@ -226,6 +243,11 @@ def fetch(folder, request: dict, seen: set[str], top_k: int | None = None, limit
                             note=f"glob takes a pattern string (got {_short(pattern)})"))
             continue
         matches = folder.glob(pattern)
+        parts = [p for p in pattern.split("/") if p not in ("", ".")]
+        name = str(getattr(folder, "name", "")).strip("/").split("/")
+        if not matches and not pattern.startswith("/") and ".." not in parts and len(parts) > len(name) \
+                and parts[:len(name)] == name:
+            matches = folder.glob("/".join(parts[len(name):]))   # `docs/*.md` in folder `docs`, as for files
         if not matches:
             rnd.add(Fetched(path=pattern, mode="glob", status="no_match"))
         for rel in matches:
@@ -254,6 +276,10 @@ def _subfolder(rnd: _Round, folder, sub: Any) -> None:
     try:
         # "", ".", "/" and "./" name the folder itself; ".." (anywhere) is refused like any path that leaves it
         rel = "" if all(part in ("", ".") for part in sub.split("/")) else folder.normalize(sub)
+        if rel and rel == str(getattr(folder, "name", "")).strip("/") and _listed(folder, rel, sub=True) is None:
+            rel = ""                        # `docs` in folder `docs`: the folder itself
+        elif rel:
+            rel = _listed(folder, rel, sub=True) or rel
         listing = folder.index(rel) if rel else folder.index()
     except SlateError:       # PathRefused included: "(not found)", as for files
         rel, listing = sub, None

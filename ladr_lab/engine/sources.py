@@ -28,12 +28,11 @@ def _all(res: StepResult, ctx: NodeCtx, what: str, src: Source, label: str) -> A
     if not res.survivors:
         raise _fail(NodeDependencyError, ctx, f'{what} reads {label}, but step "{res.step_id}" left zero survivors',
                     src)
-    surv = res.survivors
-    return Survivors(surv) if len(surv) > 1 else surv[0]
+    return res.surviving()     # one survivor too: a JSON-typed metatag gets an array whatever the count
 
 
 def resolve_source(src: Source, ctx: NodeCtx, state: RunState, store, what: str, max_chars: int | None = None) -> Any:
-    """The value of a source: a string, Survivors (several), or a slate value."""
+    """The value of a source: a string, Survivors (all survivors of a step, one or more), or a slate value."""
     if src.kind == "literal":
         return src.text or ""
     if src.kind == "input":
@@ -140,10 +139,11 @@ def resolve_field(f: FieldSpec, ctx: NodeCtx, state: RunState, store, knobs: dic
         return join_survivors(resolve_source(src, ctx, state, store, what, max_chars))
     if f.type == "multi_ingest":
         v = resolve_source(src, ctx, state, store, what, max_chars)
-        items = v if isinstance(v, Survivors) else [v]
+        items = v if isinstance(v, Survivors) else Survivors([v])
         if len(items) == 1:
             return items[0] if isinstance(items[0], str) else join_survivors(items[0])
-        return "\n\n".join(f"--- node {i} ---\n{join_survivors(t)}" for i, t in enumerate(items, start=1))
+        # labelled with each survivor's own node number: after node 2 is pruned, node 3 stays "node 3"
+        return "\n\n".join(f"--- node {k} ---\n{join_survivors(t)}" for k, t in zip(items.nodes, items, strict=True))
     raise SourceResolutionError(f'Step "{ctx.step_id}": field "{f.name}" has unknown type {f.type!r}', ctx.step_id,
                                 f.path, node=ctx.node)
 

@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 class Survivors(list):
     """The surviving outputs of a step, as a `from:` source without a node yields them (seed 003's
     default, "all survivors"): written to a file they are joined with a blank line, to a JSON-typed
-    metatag they are a JSON array. A plain list is a JSON array value (e.g. from slateWrite.match)."""
+    metatag they are a JSON array (one survivor included). A plain list is a JSON array value (e.g. from
+    slateWrite.match). `nodes` holds each survivor's node number (1-based), so labels name the node."""
+
+    def __init__(self, items=(), nodes=None) -> None:
+        super().__init__(items)
+        self.nodes: list[int] = list(nodes) if nodes is not None else list(range(1, len(self) + 1))
 
 
 @dataclass
@@ -31,6 +36,11 @@ class StepResult:
     def survivors(self) -> list[str]:
         """Outputs of the nodes that survived, in node order."""
         return [n.output for n in sorted(self.nodes, key=lambda n: n.node) if n.survived]
+
+    def surviving(self) -> Survivors:
+        """The survivors' outputs with their node numbers."""
+        kept = [n for n in sorted(self.nodes, key=lambda n: n.node) if n.survived]
+        return Survivors([n.output for n in kept], [n.node for n in kept])
 
     def node(self, k: int) -> NodeOut | None:
         """Node k (1-based), if it ran."""

@@ -124,8 +124,13 @@ def _typed(value: Any, mtype: str | None) -> Any:
     """A source value shaped for a metatag of declared type `mtype` (SPEC §1's types)."""
     if mtype == "string":
         return _as_text(value)
-    if isinstance(value, Survivors):       # several survivors to a JSON-typed metatag: a JSON array
-        return [_typed(v, "object" if mtype != "string[]" else "string") for v in value]
+    if isinstance(value, Survivors):
+        if mtype in ("string[]", "object"):
+            # seed 003: "survivors are written as a JSON array", however many survived (one is ["x"])
+            return _survivor_array(value, mtype)
+        if len(value) == 1:               # a number/boolean (or undeclared) metatag: one survivor is that output
+            return _typed(value[0], mtype)
+        return [_typed(v, "object") for v in value]
     if isinstance(value, str) and mtype is not None:
         ext = extract(value)
         if ext.found and ext.method == "strict":
@@ -133,6 +138,23 @@ def _typed(value: Any, mtype: str | None) -> Any:
             if mtype == "object" or value_matches_type(parsed, mtype):
                 return parsed
     return value
+
+
+def _survivor_array(value: Survivors, mtype: str) -> list:
+    """Survivors as a JSON array: for `object` each survivor's JSON value (its text when it is not JSON); for
+    `string[]` each survivor's text, or its strings when it is a JSON array of strings (so one node that emits
+    `["a", "b"]` writes those tags, as several nodes each emitting one do)."""
+    out: list = []
+    for v in value:
+        ext = extract(v) if isinstance(v, str) else None
+        parsed = ext.value if ext is not None and ext.found and ext.method == "strict" else v
+        if mtype == "object":
+            out.append(parsed)
+        elif isinstance(parsed, list) and all(isinstance(x, str) for x in parsed):
+            out.extend(parsed)
+        else:
+            out.append(_as_text(v))
+    return out
 
 
 def _check_type(name: str, value: Any, mtype: str | None) -> None:

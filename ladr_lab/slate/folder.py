@@ -18,6 +18,7 @@ import os
 import stat
 import threading
 import time
+import unicodedata
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +64,28 @@ def _lstat(path: str) -> os.stat_result | None:
         return None
 
 
+def _same_name(names, part: str) -> str | None:
+    if part in names:
+        return part
+    want = unicodedata.normalize("NFC", part)
+    hits = [n for n in names if not n.isascii() and unicodedata.normalize("NFC", n) == want]
+    return hits[0] if len(hits) == 1 else None     # two spellings of one name on disk: ask for the exact one
+
+
+def _find_listed(root: DirNode, norm: str, folder: bool) -> str | None:
+    node, out = root, []
+    parts = norm.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        name = _same_name(node.files if last and not folder else node.dirs, part)
+        if name is None:
+            return None
+        out.append(name)
+        if not last or folder:
+            node = node.dirs[name]
+    return "/".join(out)
+
+
 class Folder(Displayable):
     """A declared folder of a slate (a directory that may not exist until the first write); in a notebook it
     shows its index, tree and files with their metatags."""
@@ -106,6 +129,15 @@ class Folder(Displayable):
     def normalize(self, rel: Rel) -> str:
         """The canonical folder-relative form of `rel` (the key used for metatags and dedup)."""
         return normalize_rel(rel)
+
+    def locate(self, rel: Rel, *, folder: bool = False) -> str | None:
+        """The canonical path of the listed file (or, `folder`, subfolder) that `rel` names: as written, or
+        the one whose name is the same in Unicode NFC (macOS writes NFD names, a model may write either);
+        None when none is listed. Raises PathRefused for a refused path."""
+        norm = normalize_rel(rel)
+        with self._lock:
+            root = self._tree.sync()
+            return None if root is None else _find_listed(root, norm, folder)
 
     def resolve(self, rel: Rel) -> Path:
         """The real absolute path of `rel` inside this folder (it may not exist); raises PathRefused."""

@@ -49,11 +49,16 @@ def compile_glob(pattern: object) -> list[str | _Comp] | None:
     """Compile a pattern into components (`DSTAR` or matchers); None when it must match nothing."""
     if not isinstance(pattern, str) or pattern == "" or len(pattern) > 4096:
         return None
-    if "\x00" in pattern or "\\" in pattern or pattern.startswith("/") or pattern.endswith("/"):
+    if "\x00" in pattern or "\\" in pattern or pattern.startswith("/"):
         return None
     comps: list[str | _Comp] = []
-    for part in pattern.split("/"):
-        if part == "" or part == ".." or part == ".":
+    # canonicalised as requested paths are (paths.py): `./*.md`, `notes//*.md` and `notes/*.md/` are
+    # `*.md`, `notes/*.md` and `notes/*.md`, as standard glob reads them; `..` and absolute stay refused
+    parts_in = [part for part in pattern.split("/") if part not in ("", ".")]
+    if not parts_in:
+        return None
+    for part in parts_in:
+        if part == "..":
             return None
         if part.startswith("**") and part != DSTAR:
             rest = part.lstrip("*")

@@ -145,7 +145,7 @@ def test_gates_prune_and_survivors(ladder, slates):
     assert [(g.branch, g.action) for g in gates] == [("then", "write"), ("else", "prune"), ("then", "write")]
     prompt = r.trace.calls("collect")[0].messages[1]["content"]
     assert '"n": 1' in prompt and '"n": 3' in prompt and "reject" not in prompt
-    assert "--- node 1 ---" in prompt and "--- node 2 ---" in prompt
+    assert "--- node 1 ---" in prompt and "--- node 3 ---" in prompt and "--- node 2 ---" not in prompt  # labels name the node
     text = (slates["Memory"] / "facts/verified.md").read_text()
     assert '"n": 1' in text and '"n": 3' in text
 

@@ -367,3 +367,141 @@ def test_whatever_a_model_asks_the_run_completes_within_its_bounds(ladder, slate
             assert f.status in STATUSES and f.chars <= 2_000 + 200
         assert sum(f.chars for f in c.fetched or ()) <= 5_000 + 200
         assert "SECRET-7731" not in c.messages[1]["content"]
+
+
+# ---- issue 16 items 9-12 ---------------------------------------------------------------------------------
+# seed 000: "The runtime reads each named file from the declared slate/folder"; a model that sees folder
+# `docs` in its prompt writes `docs/core.md`, and a name copied from a macOS folder arrives in NFD
+@pytest.mark.parametrize("asked", ["docs/core.md", "./docs/core.md", "docs//core.md/"])
+def test_a_path_starting_with_the_folders_own_name_resolves_inside_it(ladder, slates, asked):
+    run = run_with(research(ladder, schema=LOOSE), {"research": [req(files=[asked, "core.md"]), "done"]}, slates)
+    fetched = run.trace.calls()[0].fetched
+    assert [(f.path, f.status, f.asked) for f in fetched] == [("core.md", "fetched", asked),
+                                                              ("core.md", "already_in_context", None)]
+    assert prompt_of(run, 1).count("CORE-7731") == 1 and f"--- {asked} [files] ---\n# Core" in prompt_of(run, 1)
+
+
+def test_the_folder_name_prefix_never_hides_a_real_subfolder_or_leaves_the_folder(ladder, slates):
+    docs = slates["Knowledge"] / "docs"
+    (docs / "docs").mkdir()
+    (docs / "docs" / "core.md").write_text("INNER")
+    run = run_with(research(ladder, schema=LOOSE),
+                   {"research": [req(files=["docs/core.md", "docs/../private/secret.md", "private/secret.md",
+                                            "docs/nope.md"]), "done"]}, slates)
+    got = [(f.path, f.status) for f in run.trace.calls()[0].fetched]
+    assert got == [("docs/core.md", "fetched"), ("docs/../private/secret.md", "not_found"),
+                   ("private/secret.md", "not_found"), ("docs/nope.md", "not_found")]
+    assert "INNER" in prompt_of(run, 1) and "SECRET-7731" not in prompt_of(run, 1)
+
+
+def test_the_folder_name_prefix_works_for_subfolders_and_globs(ladder, slates):
+    run = run_with(research(ladder, schema=LOOSE),
+                   {"research": [req(subfolders=["docs/notes", "docs"], glob="docs/notes/*.md"), "done"]}, slates)
+    got = [(f.path, f.mode, f.status) for f in run.trace.calls()[0].fetched]
+    assert got == [("notes/", "subfolders", "listed"), ("/", "subfolders", "listed"),
+                   ("notes/algebra.md", "glob", "fetched"), ("notes/calculus.md", "glob", "fetched")]
+
+
+@pytest.mark.parametrize("on_disk, asked", [("NFC", "NFD"), ("NFD", "NFC"), ("NFD", "NFD")])
+def test_a_name_in_another_unicode_normal_form_resolves(ladder, slates, on_disk, asked):
+    import unicodedata
+    docs = slates["Knowledge"] / "docs"
+    name = unicodedata.normalize(on_disk, "notes/café.md")
+    (docs / name).write_text("CAFE-1")
+    wanted = unicodedata.normalize(asked, "notes/café.md")
+    again = unicodedata.normalize("NFC" if asked == "NFD" else "NFD", "notes/café.md")
+    run = run_with(research(ladder, schema=LOOSE), {"research": [req(files=[wanted, again]), "done"]}, slates)
+    fetched = run.trace.calls()[0].fetched
+    assert [(f.path, f.status) for f in fetched] == [(name, "fetched"), (name, "already_in_context")]
+    assert fetched[0].asked == (None if wanted == name else wanted)
+    assert prompt_of(run, 1).count("CAFE-1") == 1
+
+
+# seed 000, "Uses standard glob matching": `./` and `//` are nothing to standard glob
+@pytest.mark.parametrize("pattern, expected", [
+    ("./*.md", ["core.md", "faq.md", "glossary.md", "report-2024.md", "report-2025.md"]),
+    ("notes//*.md", ["notes/algebra.md", "notes/calculus.md"]),
+    ("./notes/./*.md", ["notes/algebra.md", "notes/calculus.md"]),
+    ("notes/*.md/", ["notes/algebra.md", "notes/calculus.md"]),
+])
+def test_glob_patterns_are_canonicalised_like_requested_paths(ladder, slates, pattern, expected):
+    run = run_with(research(ladder, schema=LOOSE), {"research": [req(glob=pattern), "done"]}, slates)
+    assert [(f.path, f.status) for f in run.trace.calls()[0].fetched] == [(p, "fetched") for p in expected]
+
+
+@pytest.mark.parametrize("pattern", ["../private/*", "notes/../../private/*", "/etc/*", "./../*", "../docs/*.md"])
+def test_a_glob_that_would_leave_the_folder_matches_nothing(ladder, slates, pattern):
+    run = run_with(research(ladder, schema=LOOSE), {"research": [req(glob=pattern), "done"]}, slates)
+    (f,) = run.trace.calls()[0].fetched
+    assert (f.status, f.mode) == ("no_match", "glob") and "SECRET-7731" not in prompt_of(run, 1)
+
+
+# seed 003: "For to.metatag of a JSON-typed metatag: survivors are written as a JSON array"
+SURVIVORS_TO_METATAG = """
+- id: many
+  nodes: %d
+  if: { equals: drop, then: prune, else: continue }
+- id: keep
+  if: { equals: never, then: continue, else: { write: [
+         { to: { slate: Memory, folder: facts, file: core.md, metatag: tags }, from: previous, on: %s },
+         { to: { slate: Memory, folder: registry, file: entities.md, metatag: items }, from: previous, on: %s } ] } }
+"""
+
+
+def _meta(slates, folder, name):
+    return json.loads((slates["Memory"] / folder / ".metatags.json").read_text())[name]
+
+
+@pytest.mark.parametrize("outputs", [["alpha"], ["alpha", "drop"], ["drop", "alpha", "drop"]])
+def test_one_survivor_to_a_json_typed_metatag_is_a_one_element_array(ladder, slates, outputs):
+    (slates["Memory"] / "registry" / "entities.md").write_text("[]")
+    script = {f"many/{i}": [o] for i, o in enumerate(outputs, 1)} | {"keep": ["x"]}
+    r = run_with(ladder(SURVIVORS_TO_METATAG % (len(outputs), "overwrite", "overwrite")), script, slates)
+    assert [w.status for w in r.trace.writes()] == ["written", "written"], [w.reason for w in r.trace.writes()]
+    assert _meta(slates, "facts", "core.md")["tags"] == ["alpha"]
+    assert _meta(slates, "registry", "entities.md")["items"] == ["alpha"]
+
+
+def test_survivors_to_an_object_metatag_are_an_array_of_their_json_values(ladder, slates):
+    (slates["Memory"] / "registry" / "entities.md").write_text("[]")
+    lad = ladder(SURVIVORS_TO_METATAG % (1, "overwrite", "overwrite"))
+    run_with(lad, {"many": ['{"id": "a"}'], "keep": ["x"]}, slates)
+    assert _meta(slates, "registry", "entities.md")["items"] == [{"id": "a"}]
+    lad3 = ladder(SURVIVORS_TO_METATAG % (3, "overwrite", "overwrite"))
+    run_with(lad3, {"many/1": ['{"id": "a"}'], "many/2": ["drop"], "many/3": ["plain"], "keep": ["x"]}, slates)
+    assert _meta(slates, "registry", "entities.md")["items"] == [{"id": "a"}, "plain"]
+
+
+def test_appending_survivors_to_json_typed_metatags_appends_each(ladder, slates):
+    (slates["Memory"] / "registry" / "entities.md").write_text("[]")
+    (slates["Memory"] / "facts" / ".metatags.json").write_text('{"core.md": {"tags": ["old"]}}')
+    (slates["Memory"] / "registry" / ".metatags.json").write_text('{"entities.md": {"items": {"id": "z"}}}')
+    lad = ladder(SURVIVORS_TO_METATAG % (2, "append", "append"))
+    run_with(lad, {"many/1": ['{"id": "a"}'], "many/2": ["drop"], "keep": ["x"]}, slates)
+    # seed 003: "appended to the existing array (or wraps both values in a new array if ... a scalar)"
+    assert _meta(slates, "facts", "core.md")["tags"] == ["old", '{"id": "a"}']
+    assert _meta(slates, "registry", "entities.md")["items"] == [{"id": "z"}, {"id": "a"}]
+
+
+def test_a_survivor_that_is_a_json_list_of_strings_gives_its_strings_to_a_string_list_metatag(ladder, slates):
+    (slates["Memory"] / "registry" / "entities.md").write_text("[]")
+    lad = ladder(SURVIVORS_TO_METATAG % (2, "overwrite", "overwrite"))
+    run_with(lad, {"many/1": ['["a", "b"]'], "many/2": ["c"], "keep": ["x"]}, slates)
+    assert _meta(slates, "facts", "core.md")["tags"] == ["a", "b", "c"]
+    run_with(lad, {"many/1": ['["a", "b"]'], "many/2": ["drop"], "keep": ["x"]}, slates)
+    assert _meta(slates, "facts", "core.md")["tags"] == ["a", "b"]
+
+
+# seed 001: "Multiple investigators each research independently" — a finding is labelled with its node
+def test_multi_ingest_labels_each_survivor_with_its_node(ladder, slates):
+    lad = ladder("""
+        - id: investigate
+          nodes: 3
+          if: { equals: pruned, then: prune, else: continue }
+        - id: collect
+          fields: [{ name: Findings, type: multi_ingest, from: { stepId: investigate, nodeRef: accumulate } }]
+        """)
+    r = run_with(lad, {"investigate/1": ["F-one"], "investigate/2": ["pruned"], "investigate/3": ["F-three"],
+                       "collect": ["done"]}, slates)
+    prompt = prompt_of(r, 3)
+    assert "--- node 1 ---\nF-one\n\n--- node 3 ---\nF-three" in prompt and "--- node 2 ---" not in prompt
