@@ -104,17 +104,6 @@ def _gates(trace: Trace) -> str:
                      for e in trace.events if isinstance(e, Gate))
 
 
-def _written_slates(ladder: Ladder) -> set[str]:
-    titles = set()
-    for s in ladder.all_steps():
-        if s.slate_write is not None:
-            titles.add(s.slate_write.target.slate)
-        if s.gate is not None:
-            for a in (s.gate.then, s.gate.else_):
-                titles.update(w.target.slate for w in a.writes)
-    return titles
-
-
 @dataclass
 class Evaluation(Displayable):
     """An evaluation's results: one row per input (status, output, calls, tokens, cost, gate outcomes,
@@ -269,7 +258,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
         if model is not None else (lad.model or "offline")
     done = {r["row"]: r for r in load_evaluation(out).rows}
     recorder = _Recorder(out / RESULTS)
-    writes_to = _written_slates(lad) if isolate_slates else set()
+    writes_to = {t for t, _ in lad.written_targets()} if isolate_slates else set()
     base_slates = {d.title: Path(slates[d.title]) if slates and d.title in slates else
                    (lad.base_dir / d.path if d.path else None) for d in lad.slates}
     todo: list[tuple[int, str, dict, str]] = []

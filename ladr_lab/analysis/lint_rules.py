@@ -44,9 +44,10 @@ FIXES = {
 
 
 def registry() -> Registry:
-    """Every rule `ladr-lab validate` runs plus the lint's own (built on each call, so rules registered
-    later are included)."""
-    merged = {kind: list(rules) for kind, rules in RULES.items()}
+    """Every rule `ladr-lab validate` runs (those that look at the disk included) plus the lint's own (built
+    on each call, so rules registered later are included)."""
+    from ..config.disk import with_disk_rules
+    merged = {kind: list(rules) for kind, rules in with_disk_rules(RULES).items()}
     for kind, rules in _OWN.items():
         merged.setdefault(kind, []).extend(rules)
     return merged

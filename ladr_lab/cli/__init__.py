@@ -14,7 +14,7 @@ from ..errors import ConfigError, LadrError
 from . import eval as eval_
 from . import lint, run, search, serve, show, trace, validate
 from ._common import _problems
-from .printer import RoundPrinter
+from .printer import OutputClosed, RoundPrinter
 
 _COMMANDS = (validate, run, show, trace, lint, eval_, search, serve)
 
@@ -54,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except (BrokenPipeError, OutputClosed):
+        # the reader went away (`| head`): Python's recipe for SIGPIPE, so the final flush cannot fail either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 __all__ = ["RoundPrinter", "build_parser", "main"]

@@ -11,6 +11,11 @@ from ..trace import Event
 from ..trace.story import OUTPUT_CLIP, EndStory, RoundStory, StepStory, describe
 
 
+class OutputClosed(BaseException):
+    """The reader of the printer's stream went away (`| head`): unwinds the run as Ctrl-C does (a BaseException,
+    so the trace's listener guard does not swallow it); `main` ends quietly."""
+
+
 class RoundPrinter:
     """Prints a run round by round as its events arrive."""
 
@@ -26,5 +31,8 @@ class RoundPrinter:
             return
         # steps and the run's end stand at the left of their depth; what happens inside a step is indented
         pad = "  " * e.depth + ("" if isinstance(story, (StepStory, EndStory)) else "  ")
-        self.out.write("".join(pad + ln + "\n" for ln in lines))
-        self.out.flush()
+        try:
+            self.out.write("".join(pad + ln + "\n" for ln in lines))
+            self.out.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None

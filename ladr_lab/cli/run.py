@@ -60,6 +60,8 @@ def cmd_run(a) -> int:
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)
     except LadrError as exc:
         return _fail(a, str(exc), 1, exc)
+    for note in run.slate_notes:      # a slate or folder that does not exist yet: said, never silently empty
+        print(f"ladr-lab: warning: {note}", file=sys.stderr)
     try:
         res = run.run()
     finally:

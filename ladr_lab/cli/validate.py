@@ -11,6 +11,7 @@ from ._common import _kv
 def cmd_validate(a) -> int:
     """Print every problem of a ladder; exit 1 if any, else print OK and the worst-case call count."""
     from ..config import check_text
+    from ..config.disk import with_disk_rules
     from ..config.loader import read_ladder_file
     from ..cost import cost_report
     path = Path(a.ladder)
@@ -20,7 +21,8 @@ def cmd_validate(a) -> int:
     except ConfigError as exc:
         ladder, problems = None, [exc]
     else:
-        ladder, problems = check_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent)
+        ladder, problems = check_text(text, file=str(path), knobs=knobs, base_dir=path.resolve().parent,
+                                      registry=with_disk_rules())
     errors = [p for p in problems if p.severity == "error"]
     if a.json:
         print(json.dumps({"ok": not errors, "problems": [p.to_dict() for p in problems]}, default=str))

@@ -43,7 +43,7 @@ def _build(text: str, *, file: PathLike | None, knobs: dict | None, base_dir: Pa
     merged = {**declared_knobs(raw), **(knobs or {})}
     found: list[ConfigError] = []
     data = substitute_knobs(raw, merged, found)
-    doc = new_doc(data, file, pos, dict(knobs or {}))
+    doc = new_doc(data, file, pos, dict(knobs or {}), base_dir)
     root = Site("ladder", data, (), doc)
     problems = [locate(e, root) for e in found] + list(iter_errors(doc, registry))
     problems = _severity_order(problems)

@@ -246,6 +246,16 @@ class Ladder(Displayable):
         walk(self.steps)
         return out
 
+    def written_targets(self) -> set[tuple[str, str]]:
+        """(slate title, folder) of every write a step declares: each slateWrite and each gated write."""
+        out: set[tuple[str, str]] = set()
+        for s in self.all_steps():
+            if s.slate_write is not None:
+                out.add((s.slate_write.target.slate, s.slate_write.target.folder))
+            if s.gate is not None:
+                out.update((w.target.slate, w.target.folder) for a in (s.gate.then, s.gate.else_) for w in a.writes)
+        return out
+
     def slate(self, title: str) -> SlateDecl | None:
         """The declared slate with this title, if any."""
         for s in self.slates:

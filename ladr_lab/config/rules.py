@@ -125,6 +125,12 @@ CODES: dict[str, Code] = {
     "max-rounds-high": Code("(lint) retrieve.maxRounds above 10"),
     "prompt-example-unmatched": Code("(lint) a request example in the systemPrompt that requestMatch refuses"),
     "fan-out-cost": Code("(lint) nodes × (maxRounds + 1) above executionBudget.maxLlmCalls, or unbounded"),
+    # the ladder against the disk (disk.py: `validate` and `lint`, not `load_ladder`)
+    "missing-slate-root": Code("a slate path: that does not exist (or is not a directory) when no step writes to "
+                               "the slate"),
+    "new-slate-root": Code("(warning) a slate path: that does not exist yet, for a slate a step writes to"),
+    "missing-slate-folder": Code("(warning) a declared folder missing from an existing slate directory, when no "
+                                 "step writes to it"),
 }
 
 RULES: dict[str, list[tuple[str, Rule]]] = {}              # construct kind -> (code, rule) in order
@@ -213,6 +219,7 @@ class Doc:
     steps: dict[str, StepScope] = field(default_factory=dict)      # first step of each id (or "#N")
     scopes: dict[tuple, StepScope] = field(default_factory=dict)   # by the step's path
     runtime_knobs: dict = field(default_factory=dict)
+    base_dir: Any = None           # the ladder file's directory (a slate's relative path: is relative to it)
 
 
 @dataclass(frozen=True)

@@ -280,10 +280,11 @@ def _below_folder(site: Site) -> Iterator[Site]:
             yield site.at("file", entry, ("files", k))
 
 
-def new_doc(data: dict, file: str | None, positions: Any, runtime_knobs: dict) -> Doc:
+def new_doc(data: dict, file: str | None, positions: Any, runtime_knobs: dict, base_dir: Any = None) -> Doc:
     """A Doc for the walker: declarations and step scopes worked out once, before any rule runs."""
     from .steps import step_scopes
-    doc = Doc(data=data, file=file, positions=positions, slates=declared_slates(data), runtime_knobs=runtime_knobs)
+    doc = Doc(data=data, file=file, positions=positions, slates=declared_slates(data), runtime_knobs=runtime_knobs,
+              base_dir=base_dir)
     step_scopes(doc)
     return doc
 

@@ -161,19 +161,10 @@ class Run(Displayable):
 
     # ---- setup -----------------------------------------------------------------------------------------
     def _bind_slates(self, overrides: Mapping[str, str | Path]) -> None:
-        unknown = set(overrides) - {d.title for d in self.ladder.slates}
-        if unknown:
-            raise RunError(f'--slate names undeclared slate(s): {", ".join(sorted(unknown))}')
-        for decl in self.ladder.slates:
-            where = overrides.get(decl.title)
-            if where is None and decl.title in self.store:
-                continue  # a store passed in (a notebook's warm one) keeps its binding
-            if where is None:
-                if decl.path is None:
-                    raise RunError(f'slate "{decl.title}" has no path: declare path: in the ladder or bind it with '
-                                   f'--slate "{decl.title}=DIR"')
-                where = (self.ladder.base_dir / decl.path)
-            self.store.bind(decl.title, Path(where), list(decl.folders))
+        # a slate that could only be read as empty is a RunError here, before the first call (binding.py);
+        # `slate_notes` says which slates and folders do not exist yet (`ladr-lab run` prints them)
+        from .binding import bind_slates
+        self.slate_notes: list[str] = bind_slates(self.ladder, self.store, overrides)
 
     # ---- public driving API ----------------------------------------------------------------------------
     @property
