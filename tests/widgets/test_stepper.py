@@ -203,3 +203,20 @@ def test_before_the_first_call_it_says_not_started(ladder, slates):
     assert "not started" in static and ">running<" not in static
     s.step_button.click()
     assert "1 round</b>" in s.counter.value and "running" in s.counter.value
+
+
+def test_the_slate_tab_lists_a_slates_own_files_under_its_header_and_writes_carry_their_node(tmp_path):
+    s = _verifiers(tmp_path)
+    s.run_all()
+    s.tabs.selected_index = 1
+    sv = s.slate_view
+    assert "Knowledge / docs" in sv.header.value and "retrieve/mode-glob.md" in sv.lit_html.value
+    sv.show("Memory", "trace")
+    assert "Memory / trace" in sv.header.value
+    assert "retrieve/" not in sv.lit_html.value and "from Knowledge / docs" in sv.lit_html.value
+    assert sv.lit == {} and "retrieve/" not in sv.static_html()
+    writes = sv.message.value
+    assert "verify#1" in writes and "verify#2" in writes and "verify#3" in writes
+    assert writes.index("verify#2") < writes.index("Memory/lessons/failures.md") < writes.index("verify#3")
+    sv.show("Knowledge", "docs")                           # back where the round fetched: lit again
+    assert sv.lit and "retrieve/mode-glob.md" in sv.lit_html.value
