@@ -117,7 +117,9 @@ def _pending(run: Run) -> list[CallRequest]:
 def run_html(run: Run) -> str:
     """A run: status and counts, the next call's prompt (sections collapsible), the rounds so far, the result."""
     led = run.ledger
-    pairs = [("ladder", run.ladder.name), ("status", badge(run.status)),
+    fresh = not run.done and led.llm_calls == 0       # reading the first prompt starts a run but sends nothing
+    status = concat(badge("not started", "#6e7781"), note(" · nothing sent yet")) if fresh else badge(run.status)
+    pairs = [("ladder", run.ladder.name), ("status", status),
              ("model", getattr(run.model, "name", "?")),
              ("inputs", tag("code", json_text(run.inputs, None)[:400])),
              ("so far", f"{plural(led.llm_calls, 'model call')}, {plural(led.steps, 'step')}, "

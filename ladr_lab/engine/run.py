@@ -174,30 +174,34 @@ class Run(Displayable):
 
     @property
     def pending(self) -> list[CallRequest]:
-        """The model calls the run is waiting on (starting the run if needed); empty when done."""
+        """The model calls the run is waiting on (starting the run if needed), oldest first: the order `step()`
+        makes them (round k of every node before round k+1 of any), so `pending[0]` is the next `step()`'s
+        call; empty when done."""
         self._start()
-        return list(self._pending)
+        return sorted(self._pending, key=lambda r: r.id)
 
     @property
     def llm_calls(self) -> int:
         """Model calls made so far (children included)."""
         return self.ledger.llm_calls
 
-    def step(self, output: str | None = None, *, call: CallRequest | None = None) -> Events:
-        """Make exactly one model call (the oldest pending one, or `call`) and return the events it produced.
+    def step(self, output: str | None = None, *, call: CallRequest | None = None, node: int | None = None) -> Events:
+        """Make exactly one model call and return the events it produced: `pending[0]` (the oldest pending
+        call), or the call chosen with `call` (an item of `run.pending`) or `node` (that node's oldest one).
 
-        With `output`, the call is answered by that text instead of the model (a fork): it is judged and
-        delivered like a model output, and the trace marks it `provenance: "edited"`."""
+        With `output`, the chosen call is answered by that text instead of the model (a fork): it is judged
+        and delivered like a model output, and the trace marks it `provenance: "edited"`."""
         mark = len(self.trace.events)
         self._start()
-        if self.done and (output is not None or call is not None):
+        if call is not None and node is not None:
+            raise RunError("step(): choose the call with either call= or node=, not both")
+        if self.done and (output is not None or call is not None or node is not None):
             raise RunError(f"the run has ended (status {self.status}): there is no pending call to "
                            + ("answer" if output is not None else "make"))
         if self._pending:
-            # oldest first: round k of every node before round k+1
-            req = call if call is not None else min(self._pending, key=lambda r: r.id)
+            req = call if call is not None else self._choose(node)
             if req not in self._pending:
-                raise RunError(f"call #{req.id} ({req.step} node {req.node}) is not pending")
+                raise RunError(f"call #{req.id} ({req.step} node {req.node} round {req.round}) is not pending")
             if output is None:
                 self._deliver(req, self._execute(req))
             else:
@@ -205,6 +209,17 @@ class Run(Displayable):
                 self._deliver(req, Completion(text, estimate_message_tokens(req.messages), estimate_tokens(text),
                                               model="edited", provenance="edited"))
         return Events(self.trace.events[mark:])
+
+    def _choose(self, node: int | None) -> CallRequest:
+        """The oldest pending call (of `node`, when given)."""
+        pending = self.pending
+        if node is None:
+            return pending[0]
+        found = next((r for r in pending if r.node == node), None)
+        if found is None:
+            waiting = ", ".join(f"{r.step} node {r.node} round {r.round}" for r in pending)
+            raise RunError(f"there is no pending call of node {node} (pending: {waiting})")
+        return found
 
     def run_step(self) -> Events:
         """Advance until the step now executing has ended; return the events produced (they end with the
@@ -281,7 +296,7 @@ class Run(Displayable):
         nxt = ""
         pending = getattr(self, "_pending", None)         # a repr may be asked for while __init__ fails
         if getattr(self, "_started", False) and pending:
-            r = min(pending, key=lambda q: q.id)
+            r = min(pending, key=lambda q: q.id)        # pending[0], without sorting them all
             nxt = f", next: {r.step} node {r.node} round {r.round}"
         ledger = getattr(self, "ledger", None)
         calls = ledger.llm_calls if ledger is not None else 0

@@ -141,10 +141,10 @@ def gate_html(g: GateStory) -> Html:
                verdict_html(g.verdict) if g.verdict is not None and g.verdict.keyword else None, cls="ladr-gate")
 
 
-def write_html(w: WriteStory) -> Html:
-    """A write: target, policy, mechanism, made or skipped, and why."""
+def write_html(w: WriteStory, *, who: bool = False) -> Html:
+    """A write: target, policy, mechanism, made or skipped, and why (`who`: led by the step#node that made it)."""
     how = w.mechanism + (f" {w.branch}" if w.branch else "")
-    return tag("div", "✎ write ", tag("code", w.target), note(f" ({w.policy}, {how}) "), badge(w.status),
+    return tag("div", "✎ write ", concat(tag("b", w.label), " ") if who else None, tag("code", w.target), note(f" ({w.policy}, {how}) "), badge(w.status),
                note(f"  {w.reason}") if w.reason else None,
                note(f"  {w.chars:,} chars") if w.chars else None, cls="ladr-write")
 

@@ -381,9 +381,11 @@ class RequestMatchEditor(View):
         return self.apply().text
 
     def revert(self) -> None:
-        """Put the ladder's own schema back in the box."""
+        """Put the ladder's own schema back in the box (the last Apply's line and export go: they were of the edit)."""
         self.text.value = self.original_text if self.format.value == "YAML" else \
             json.dumps(self.original, indent=2, ensure_ascii=False)
+        self.message.value = str(note("reverted to the ladder's own schema"))
+        self.export.layout.display = "none"
 
     def _apply_clicked(self) -> None:
         try:

@@ -16,7 +16,8 @@ from ..errors import SlateError
 from ..slate import Folder, Slate, SlateStore
 from ..slate.html import DIR_ENTRIES, file_rows
 from ..trace import LlmCall, Trace, Write
-from ..trace.story import FetchRow, RoundStory, describe
+from ..trace.html import write_html
+from ..trace.story import FetchRow, RoundStory, WriteStory, describe
 from .parts import Fold, View, button, head_html, html, ipw, message_html
 
 __all__ = ["SlateView"]
@@ -165,7 +166,7 @@ class SlateView(View):
         finally:
             self._busy = False
         self._folder = self._slate.folder(name) if (self._slate is not None and name is not None) else self._folder
-        self.lit = {}
+        self._light_round()
         self._tree_files = []
         self.tree.children = ()
         self.refresh()
@@ -330,19 +331,43 @@ class SlateView(View):
         assert isinstance(story, RoundStory)
         self.lit_round = story
         self._follow_folder(story.step)
+        self._light_round()
+        self._page_to_lit()
+        self._redraw_lit()
+
+    def _fetched_from(self, story: RoundStory) -> str | None:
+        """`Knowledge / docs`: the slate folder a round's step retrieves from (None when the ladder is not known)."""
+        s = self.ladder.step(story.step) if self.ladder is not None else None
+        r = getattr(s, "retrieve", None)
+        return f"{r.slate} / {r.folder}" if r is not None else None
+
+    def _shown(self) -> str | None:
+        if self._folder is None:
+            return None
+        return f"{self._slate.title} / {self._folder.name}" if self._slate is not None else None
+
+    def _light_round(self) -> None:
+        """Light the lit round's files when the folder shown is the one it fetched from; else only say where they
+        are (a round's paths are of its own folder: listed under another slate's header they would mislead)."""
+        story = self.lit_round
         self.lit = {}
+        if story is None:
+            self.lit_html.value = ""
+            return
+        where = self._fetched_from(story)
+        if where is not None and self._shown() is not None and where != self._shown():
+            self.lit_html.value = head_html(tag("b", story.label), note(
+                f"  fetched {plural(len(story.fetched), 'entry', 'entries')} from {where} (shown there)"))
+            return
         for r in story.fetched:
             if r.mode != "subfolders" and not (self.lit.get(r.path) in STRONG_STATUS and r.status not in STRONG_STATUS):
                 self.lit[r.path] = r.status
-        self._render_lit(story.label, story.fetched)
-        self._page_to_lit()
-        self._redraw_lit()
+        self._render_lit(story.label + (f" · from {where}" if where else ""), story.fetched)
 
     def clear_light(self) -> None:
         """Light nothing."""
         self.lit_round = None
-        self.lit = {}
-        self.lit_html.value = ""
+        self._light_round()
         self._redraw_lit()
 
     def note_write(self, event: Write) -> None:
@@ -356,10 +381,11 @@ class SlateView(View):
             if event.status == "written" and target.startswith(prefix):
                 self.lit[target[len(prefix):]] = "written"
                 self._redraw_lit()
-        lines = [str(tag("div", "✎ ", tag("code", x.target), " ", badge(x.status), note(f"  {x.reason}" if x.reason
-                                                                                         else "")))
-                 for x in self.writes[-5:]]
-        self.message.value = "".join(lines)
+        stories = [describe(x) for x in self.writes[-5:]]
+        lines = [str(write_html(w, who=True)) for w in stories if isinstance(w, WriteStory)]
+        head = head_html(tag("b", "writes of this run"), note(f"  {len(self.writes)}"
+                                                              + (", the last 5" if len(self.writes) > 5 else "")))
+        self.message.value = head + "".join(lines)
 
     def _follow_folder(self, step: str) -> None:
         if self.ladder is None or self.store is None:

@@ -1,9 +1,12 @@
 """Stepper: drive a run one model call at a time, see the next prompt before it is sent, answer it by hand.
 
 Buttons: Step (one model call, `Run.step()`), Run step (`Run.run_step()`), Run all (to the end, stopping
-when a breakpoint step starts), Reset (a new run with the same arguments). The pending call's prompt is
-shown section by section; typing in the fork box and pressing "Answer by hand" answers it with that text
-(`Run.step(output=...)`, a fork: the trace marks it `provenance: "edited"`). Its TraceView and SlateView
+when a breakpoint step starts), Reset (a new run with the same arguments). When several calls are pending
+(a step of several nodes), a picker chooses one (the oldest, `run.pending[0]`, unless you pick another): its
+prompt is shown section by section, and it is the call Step makes and "Answer by hand" answers with the fork
+box's text (`Run.step(call=..., output=...)`, a fork: the trace marks it `provenance: "edited"`). The round
+just made (its output, verdict and why, what it fetched, and the gates and writes that followed) shows above
+the next prompt. Before the first model call the counter says "not started · nothing sent yet". Its TraceView and SlateView
 follow the run as its events arrive (the trace's listeners): rounds appear as they are made, the files a
 round fetched are lit, and writes show in the SlateView.
 """
@@ -15,11 +18,12 @@ from typing import Any
 from ..config import Ladder, load_ladder
 from ..config.rules import suggest
 from ..display import badge, concat, details, json_text, note, plural, pre, tag
-from ..engine import Run
+from ..engine import CallRequest, Run
 from ..engine.html import run_html
 from ..errors import LadrError
-from ..trace import Event, Events, LlmCall, StepStart, Write
-from ..trace.story import RoundStory
+from ..trace import Event, Events, Gate, LlmCall, StepStart, Write
+from ..trace.html import gate_html, round_body_html, round_head_html, write_html
+from ..trace.story import GateStory, RoundStory, WriteStory, describe
 from .parts import CHUNK, Fold, View, head_html, html, ipw, message_html, paged
 from .slate_view import SlateView
 from .trace_view import TraceView
@@ -77,6 +81,15 @@ class Stepper(View):
         bp = w.HBox([html(str(note("breakpoints: "))), self.breakpoint_box],
                     layout=w.Layout(align_items="center"))
         self.message = html()
+        self.last = html()
+        self.last.add_class("ladr-last-round")
+        self.pick = w.Dropdown(options=[], description="call", layout=w.Layout(width="auto"),
+                               tooltip="the pending call whose prompt is shown: Step makes it, Answer by hand "
+                                       "answers it")
+        self.pick.add_class("ladr-call-pick")
+        self._picked: tuple | None = None        # the node the user picked (it stays picked while it waits)
+        self._drawing = False
+        self.pick.observe(self._picked_changed, names="value")
         self.pending_box = w.VBox([])
         self.pending_box.add_class("ladr-pending")
         self.fork = w.Textarea(placeholder="Type an answer for the pending call, then press “Answer by hand” "
@@ -94,7 +107,7 @@ class Stepper(View):
         self.tabs.set_title(1, "Slate")
         self.tabs.observe(lambda c: self.slate_view.load() if c["new"] == 1 else None, names="selected_index")
         self.widget = self._root([w.HBox([title, self.counter], layout=w.Layout(justify_content="space-between")),
-                                  controls, bp, self.message, self.pending_box, self.fork_box, self.tabs])
+                                  controls, bp, self.message, self.last, self.pick, self.pending_box, self.fork_box, self.tabs])
         self.step_button.on_click(lambda _b: self.step())
         self.run_step_button.on_click(lambda _b: self.run_step())
         self.run_all_button.on_click(lambda _b: self.run_all())
@@ -150,12 +163,31 @@ class Stepper(View):
         except LadrError as exc:            # e.g. a call that is no longer pending: say so, keep the view
             self._refresh(message_html(f"{what}: {type(exc).__name__}: {exc}", "error"))
             return None
+        self._show_last(out or [])
         self._refresh()
         return out
 
+    @property
+    def chosen(self) -> CallRequest | None:
+        """The pending call shown (the picker's, else `run.pending[0]`): Step makes it, Answer by hand answers it."""
+        if self.run.done:
+            return None
+        pending = self.run.pending
+        if not pending:
+            return None
+        return next((r for r in pending if r.id == self.pick.value), pending[0])
+
+    def _picked_changed(self, change: dict) -> None:
+        if self._drawing:
+            return
+        req = next((r for r in self.run.pending if r.id == change["new"]), None) if not self.run.done else None
+        self._picked = _node_key(req) if req is not None else None
+        self._refresh()
+
     def step(self) -> Events:
-        """Make exactly one model call (the Step button); returns its events."""
-        out = self._drive("Step", self.run.step)
+        """Make exactly one model call, the one shown (the Step button); returns its events."""
+        req = self.chosen
+        out = self._drive("Step", lambda: self.run.step(call=req))
         return out if out is not None else Events()
 
     def run_step(self) -> Events:
@@ -189,7 +221,8 @@ class Stepper(View):
 
     def answer(self, text: str) -> Events:
         """Answer the pending call by hand with `text` (the "Answer by hand" button): a fork."""
-        out = self._drive("Answer by hand", lambda: self.run.step(output=text))
+        req = self.chosen
+        out = self._drive("Answer by hand", lambda: self.run.step(output=text, call=req))
         if out is None:
             return Events()
         self.fork.value = ""
@@ -206,19 +239,43 @@ class Stepper(View):
         self.slate_view.message.value = ""
         self.slate_view.refresh()
         self._listen()
+        self._picked = None
+        self.last.value = ""
         self._refresh(message_html("A new run: nothing sent yet."))
 
     # ---- drawing ---------------------------------------------------------------------------------------
+    def _show_last(self, events: list) -> None:
+        """Show what the action just done made: its last round (output, verdict and why, fetched entries) and the
+        gates and writes that followed it."""
+        rounds = [e for e in events if isinstance(e, LlmCall)]
+        if not rounds:
+            return
+        last = rounds[-1]
+        after = [describe(e) for e in events[events.index(last) + 1:] if isinstance(e, (Gate, Write))]
+        r = describe(last)
+        assert isinstance(r, RoundStory)
+        more = f"  ({len(rounds)} rounds made; the last one)" if len(rounds) > 1 else ""
+        extra = [gate_html(x) if isinstance(x, GateStory) else write_html(x) for x in after
+                 if isinstance(x, (GateStory, WriteStory))]
+        self.last.value = str(tag("div", tag("div", tag("b", "just made: "), round_head_html(r), note(more)),
+                                  tag("div", round_body_html(r, prompt=False, limit=4000), *extra,
+                                      cls="ladr-scroll", style="max-height: 18em"),
+                                  style="border-left: 3px solid #1a7f37; padding: 2px 8px; margin: 4px 0"))
+
     def _refresh(self, message: str = "") -> None:
         run = self.run
         pending = [] if run.done else run.pending       # starts the run: the next prompt shows before it is sent
         n = self.rounds
-        self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
+        if n == 0 and not run.done:                     # reading the first prompt sends nothing
+            self.counter.value = head_html(badge("not started", "#6e7781"), note(" · nothing sent yet"))
+        else:
+            self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
         self.message.value = message
         done = run.done
         for b in (self.step_button, self.run_step_button, self.run_all_button, self.fork_button):
             b.disabled = done
         self.fork_box.layout.display = "none" if done else None
+        self._draw_pick(pending)
         if done:
             res = run.result
             text = concat(badge(res.status), f" after {plural(res.llm_calls, 'model call')}",
@@ -229,11 +286,11 @@ class Stepper(View):
         if not pending:
             self.pending_box.children = ()
             return
-        req = pending[0]
+        req = self.chosen or pending[0]
         head = head_html(tag("b", "next: "), tag("b", f"{req.step} · node {req.node} · round {req.round}"),
                          " ", badge("forced final") if req.info.forced_final else None,
                          note(f"  {req.prompt_chars:,} prompt chars → {getattr(req.model, 'name', '?')}"
-                              + (f"; {len(pending) - 1} more pending" if len(pending) > 1 else "")))
+                              + (f"; {len(pending) - 1} more pending (pick one above)" if len(pending) > 1 else "")))
         parts: list = [html(head)]
         for s in req.prompt_sections():
             parts.append(Fold(head_html(badge(s.kind, "#6e7781"), " ", tag("b", s.name), note(f"  {len(s.text):,} chars")),
@@ -247,6 +304,34 @@ class Stepper(View):
             parts.append(html(str(note("forced final call: its output is final whatever it looks like"))))
         self.pending_box.children = tuple(parts)
 
+    def _draw_pick(self, pending: list[CallRequest]) -> None:
+        """The picker's options (every pending call, oldest first) and its value: the node picked while it still
+        waits, else the oldest call."""
+        keep = next((r for r in pending if _node_key(r) == self._picked), None) if self._picked else None
+        if keep is None:
+            self._picked = None
+        self._drawing = True
+        try:
+            self.pick.options = [(_call_label(r), r.id) for r in pending]
+            self.pick.value = (keep or pending[0]).id if pending else None
+        finally:
+            self._drawing = False
+        self.pick.layout.display = None if len(pending) > 1 else "none"
+
     def static_html(self) -> str:
         """The run as a static view, for a notebook saved without widget state."""
         return run_html(self.run)
+
+
+def _node_key(req: CallRequest) -> tuple:
+    """What names one node's execution of a step, across its rounds."""
+    i = req.info
+    return (i.caller, i.step, i.iteration, i.node, i.depth)
+
+
+def _call_label(req: CallRequest) -> str:
+    """`verify · node 2 · round 1` (with the callers of a child run)."""
+    i = req.info
+    return " · ".join([*i.caller, i.step, f"node {i.node}", f"round {i.round}"]
+                      + ([f"iteration {i.iteration}"] if i.iteration != 1 else [])
+                      + (["forced final"] if i.forced_final else []))

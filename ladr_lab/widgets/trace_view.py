@@ -221,6 +221,8 @@ class TraceView(View):
             bits += [tag("b", o.start.event.ladder), note(f"  {o.start.event.model}  ")]
         if o.end is not None:
             bits += [badge(o.end.event.status), " "]
+        elif o.start is not None and not t["rounds"]:       # a run shown before its first call sent nothing
+            bits += [badge("not started", "#6e7781"), note(" nothing sent yet · ")]
         elif o.start is not None:
             bits += [badge("running"), " "]
         bits.append(f"{plural(t['rounds'], 'round')}, {t['tokens_in']:,} tokens in, {t['tokens_out']:,} out"

@@ -120,6 +120,8 @@ def test_apply_and_to_yaml_rewrite_the_ladder_in_place(recorded):
         ed.apply()
     ed.revert_button.click()
     assert ed.text.value == ed.original_text and ed.errors == []
+    assert "applied" not in ed.message.value and "flip" not in ed.message.value     # no stale Apply line
+    assert ed.export.layout.display == "none"
 
 
 def test_lint_findings_for_the_edited_ladder(recorded):

@@ -26,7 +26,7 @@ def test_the_contract_names_and_classes(ladder, slates):
     s = _stepper(ladder, slates)
     assert "ladr-stepper" in s.widget._dom_classes
     assert {"Step", "Run step", "Run all", "Reset", "Answer by hand"} <= set(buttons(s.widget))
-    assert with_class(s.widget, "ladr-round-count")[0].value.startswith("<b>0 rounds</b>")
+    assert "not started" in with_class(s.widget, "ladr-round-count")[0].value
     assert with_class(s.widget, "ladr-pending") and with_class(s.widget, "ladr-fork")[0].__class__.__name__ == "Textarea"
     assert "ladr-trace-view" in s.trace_view.widget._dom_classes
     assert "ladr-slate-view" in s.slate_view.widget._dom_classes
@@ -144,3 +144,79 @@ def test_the_end_text_separates_the_count_from_the_output(ladder, slates):
     s.run_all()
     value = s.pending_box.children[0].value
     assert "model calls<div><b>output</b></div>" in value      # the label on its own line, not "callsoutput"
+
+
+def _verifiers(tmp_path) -> Stepper:
+    import shutil
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "sample_slates" / "memory", tmp_path / "memory")
+    return Stepper(root / "examples" / "gated_verifiers.yaml", input="Dedup is per step execution.",
+                   slates={"Memory": tmp_path / "memory"},
+                   model=ScriptedModel.from_file(root / "examples" / "scripts" / "gated_verifiers.yaml"))
+
+
+def _pending_text(s: Stepper) -> str:
+    return "".join(w.value for w in walk(s.pending_box) if isinstance(getattr(w, "value", None), str))
+
+
+def test_the_call_shown_is_the_call_step_makes(tmp_path):
+    s = _verifiers(tmp_path)
+    buttons(s.widget)["Step"].click()
+    assert "verify · node 2 · round 1" in _pending_text(s)                 # the oldest call, as run.pending[0]
+    assert [label for label, _ in s.pick.options] == ["verify · node 2 · round 1", "verify · node 3 · round 1",
+                                                       "verify · node 1 · round 2"]
+    buttons(s.widget)["Step"].click()
+    assert s.run.trace.calls()[-1].node == 2
+
+
+def test_the_picker_chooses_the_node_whose_prompt_is_shown_and_answered(tmp_path):
+    s = _verifiers(tmp_path)
+    buttons(s.widget)["Step"].click()
+    s.pick.value = next(v for label, v in s.pick.options if label.startswith("verify · node 1"))
+    assert "verify · node 1 · round 2" in _pending_text(s)
+    s.fork.value = '{"score": 5, "verdict": "accept", "claim": "c", "reason": "typed under node 1"}'
+    buttons(s.widget)["Answer by hand"].click()
+    last = s.run.trace.calls()[-1]
+    assert (last.node, last.round, last.provenance) == (1, 2, "edited") and "typed under node 1" in last.output
+    assert "verify · node 2 · round 1" in _pending_text(s)       # node 1 is done: back to the oldest call
+
+
+def test_after_a_step_the_round_just_made_is_shown(ladder, slates):
+    s = _stepper(ladder, slates)
+    assert s.last.value == ""
+    buttons(s.widget)["Step"].click()
+    shown = s.last.value
+    assert "just made" in shown and "research · node 1 · round 1" in shown and "retrieval" in shown
+    assert "core.md" in shown and "not_found" in shown and "missing.md" in shown          # what was fetched
+    assert "match" in shown and "why" in shown                                             # verdict and why
+    s.run_step_button.click()
+    assert "round 3" in s.last.value and "✎ write" in s.last.value and "gate" in s.last.value
+
+
+def test_before_the_first_call_it_says_not_started(ladder, slates):
+    s = _stepper(ladder, slates)
+    assert "not started" in s.counter.value and "nothing sent yet" in s.counter.value
+    assert "running" not in s.counter.value and "0 rounds" not in s.counter.value
+    assert "running" not in s.trace_view.header.value and "not started" in s.trace_view.header.value
+    static = s._repr_mimebundle_()["text/html"]
+    assert "not started" in static and ">running<" not in static
+    s.step_button.click()
+    assert "1 round</b>" in s.counter.value and "running" in s.counter.value
+
+
+def test_the_slate_tab_lists_a_slates_own_files_under_its_header_and_writes_carry_their_node(tmp_path):
+    s = _verifiers(tmp_path)
+    s.run_all()
+    s.tabs.selected_index = 1
+    sv = s.slate_view
+    assert "Knowledge / docs" in sv.header.value and "retrieve/mode-glob.md" in sv.lit_html.value
+    sv.show("Memory", "trace")
+    assert "Memory / trace" in sv.header.value
+    assert "retrieve/" not in sv.lit_html.value and "from Knowledge / docs" in sv.lit_html.value
+    assert sv.lit == {} and "retrieve/" not in sv.static_html()
+    writes = sv.message.value
+    assert "verify#1" in writes and "verify#2" in writes and "verify#3" in writes
+    assert writes.index("verify#2") < writes.index("Memory/lessons/failures.md") < writes.index("verify#3")
+    sv.show("Knowledge", "docs")                           # back where the round fetched: lit again
+    assert sv.lit and "retrieve/mode-glob.md" in sv.lit_html.value
