@@ -16,22 +16,26 @@ From traces (each finding names the step, the calls that show it and a fix):
 - `max-rounds-unused` (info): no execution used more than a few of maxRounds' rounds;
 - `budget-exhausted`: a run that stopped at executionBudget.maxLlmCalls.
 
+From the slates on disk: `listing-hides-files` (`lint_listing.py`), listing fields that show no file name.
+
 Verdicts are taken against the ladder as it is now (so a trace recorded before an edit is judged by the
 edited schema, which is the point of linting it).
 """
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config.model import Ladder, Step
+from ..config.model import FieldSpec, Ladder, Step
 from ..display import Displayable
 from ..engine.judging import judge
 from ..engine.retrieve import MODES
 from ..errors import ConfigError
 from ..trace import LlmCall, RunEnd, Trace
+from .lint_listing import hidden_listings
 from .lint_rules import FIXES, registry
 from .positions import as_trace, trace_label
 
@@ -322,9 +326,23 @@ def _forced_note(ev: dict, code: str, sid: str) -> str:
             "more calls: fix this first)") if n else ""
 
 
-def lint(ladder: Ladder | str | Path, traces=(), *, knobs: dict | None = None) -> LintReport:
-    """Lint a ladder (a Ladder or a path) for seed 001's pitfalls, statically and from recorded runs
-    (`traces`: Traces or JSONL paths); returns a LintReport of findings, each with evidence and a fix."""
+def _listing_findings(ladder: Ladder, slates: Mapping[str, str | Path] | None) -> list[Finding]:
+    out = []
+    for h in hidden_listings(ladder, slates):
+        f0: FieldSpec = h["fields"][0]
+        lc = ladder.positions.of(f0.path) if ladder.positions and f0.path else None
+        if lc is None and ladder.positions:
+            lc = ladder.positions.of(h["step"].path)
+        out.append(Finding("listing-hides-files", "warning", h["step"].id, h["message"], h["fix"], [],
+                           ladder.file, *(lc or (None, None))))
+    return out
+
+
+def lint(ladder: Ladder | str | Path, traces=(), *, knobs: dict | None = None,
+         slates: Mapping[str, str | Path] | None = None) -> LintReport:
+    """Lint a ladder (a Ladder or a path) for seed 001's pitfalls, statically, against its slates on disk
+    (`slates`: title -> directory overrides, as `run` takes) and from recorded runs (`traces`: Traces or JSONL
+    paths); returns a LintReport of findings, each with evidence and a fix."""
     built, problems, name = _static(ladder, knobs)
     labels = [trace_label(t) for t in traces]
     errors = [p for p in problems if p.severity == "error"]
@@ -332,6 +350,7 @@ def lint(ladder: Ladder | str | Path, traces=(), *, knobs: dict | None = None) -
         return LintReport(name, [], errors or problems, labels)
     findings = [Finding(p.rule or "warning", p.severity, p.step_id, str(p), _fix_for(p), [], p.file, p.line, p.column)
                 for p in problems]
+    findings += _listing_findings(built, slates)
     tl = _TraceLint(built)
     for t, label in zip(traces, labels, strict=True):
         tl.add(label, as_trace(t))

@@ -124,6 +124,8 @@ CODES: dict[str, Code] = {
     "no-index-field": Code("(lint) a retrieve step without a field reading its folder's index or tree", at_key=True),
     "max-rounds-high": Code("(lint) retrieve.maxRounds above 10"),
     "prompt-example-unmatched": Code("(lint) a request example in the systemPrompt that requestMatch refuses"),
+    "listing-hides-files": Code("(lint) listing fields that show no file the model could ask for (only `index` "
+                                "while every file is in a subfolder)"),
     "fan-out-cost": Code("(lint) nodes × (maxRounds + 1) above executionBudget.maxLlmCalls, or unbounded"),
     # the ladder against the disk (disk.py: `validate` and `lint`, not `load_ladder`)
     "missing-slate-root": Code("a slate path: that does not exist (or is not a directory) when no step writes to "

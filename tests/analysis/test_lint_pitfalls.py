@@ -186,3 +186,29 @@ def test_a_system_prompt_example_that_requestmatch_refuses(tmp_path):
     assert f.fix and f.line is not None
     good = ladder_text({}) + '    systemPrompt: "Emit {\\"request\\": {\\"files\\": [\\"a.md\\"]}} to retrieve."\n'
     assert lint(write(tmp_path, good)).by_code("prompt-example-unmatched") == []
+
+
+# issue 16 item 8: a learner shows only `index` (one level) while every file is in a subfolder: no file name shown
+FILES_ONLY = {"type": "object", "required": ["request"], "additionalProperties": False,
+              "properties": {"request": {"type": "object", "required": ["files"], "additionalProperties": False,
+                                         "properties": {"files": {"type": "array", "items": {"type": "string"}}}}}}
+TREE2 = INDEX + "\n      - { name: FolderTree, type: slateRead, from: { slate: Knowledge, folder: docs, metatag: tree, " \
+    "depth: 2 } }"
+
+
+def test_a_listing_that_shows_only_subfolders(tmp_path):
+    root = tmp_path / "kn"
+    for rel in ("garden/roses.md", "recipes/soup.md"):
+        (root / "docs" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "docs" / rel).write_text("x")
+    path = write(tmp_path, ladder_text({"schema": json.dumps(FILES_ONLY)}))
+    (f,) = lint(path, slates={"Knowledge": root}).by_code("listing-hides-files")
+    assert "FileIndex" in f.message and "index shows only subfolders garden/, recipes/ and no file" in f.message
+    assert "metatag: tree, depth: 2" in f.fix and f.line == path.read_text().splitlines().index(INDEX) + 1
+    assert lint(path).by_code("listing-hides-files") == []             # no path, no override: no slate to look at
+    tree = write(tmp_path, ladder_text({"schema": json.dumps(FILES_ONLY), "index": TREE2}))
+    assert lint(tree, slates={"Knowledge": root}).by_code("listing-hides-files") == []
+    browse = write(tmp_path, ladder_text({}))                          # FULL_REQUEST accepts subfolders
+    assert lint(browse, slates={"Knowledge": root}).by_code("listing-hides-files") == []
+    (root / "docs" / "top.md").write_text("x")                         # a file index does show
+    assert lint(path, slates={"Knowledge": root}).by_code("listing-hides-files") == []
