@@ -30,6 +30,7 @@ from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import LadrError
 from ..trace import Gate, Trace, Write
+from .eval_inputs import check_input_columns, input_columns, most_common_error
 from .positions import as_ladder, as_trace
 
 RESULTS = "results.jsonl"
@@ -196,8 +197,12 @@ class Evaluation(Displayable):
     def format(self) -> str:
         """A one-line summary per status, and the output folder."""
         counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
+        failed = sum(r["status"] != "completed" for r in self.rows)
+        common = most_common_error(self.rows)
+        error = "" if common is None else \
+            f"\n{failed} of {len(self.rows)} rows failed; most common error ({common[1]}×): {common[0]}"
         return (f"{len(self.rows)} row(s): {counts or 'none'}" + (" (interrupted)" if self.interrupted else "")
-                + f"\nresults: {self.out / TABLE}\ntraces:  {self.out / 'traces'}")
+                + error + f"\nresults: {self.out / TABLE}\ntraces:  {self.out / 'traces'}")
 
 
 def load_evaluation(out: str | Path) -> Evaluation:
@@ -247,6 +252,9 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
         raise ValueError("concurrency must be at least 1")
     lad = load_ladder(ladder, knobs=knobs) if isinstance(ladder, (str, Path)) and knobs else as_ladder(ladder)
     rows = load_inputs(inputs)
+    # a column the ladder reads and no row has: said once, naming the columns, instead of an error per row
+    check_input_columns(lad, rows, f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs")
+    expected = input_columns(lad)
     unknown = sorted(set(slates or {}) - {d.title for d in lad.slates})
     if unknown:
         raise LadrError(f"slates names undeclared slate(s): {', '.join(unknown)}")
@@ -276,6 +284,10 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
         rel = f"traces/{_safe(rid)}.jsonl"
         row: dict[str, Any] = {"row": rid, **{f"input.{k}": v for k, v in fields.items()}}
         try:
+            lacks = [c for c in expected if c not in fields]
+            if lacks:    # this row only (a JSONL line without the key): its own error, naming the columns
+                raise LadrError(f"this row has no {', '.join(lacks)}: the ladder reads input column(s) "
+                                f"{', '.join(expected)}; this row has {', '.join(sorted(fields)) or 'none'}")
             bound = {t: p for t, p in base_slates.items() if p is not None}
             if slates:
                 bound.update({t: Path(p) for t, p in slates.items()})

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
+from ..errors import LadrError
 from ..jsonx import Extraction, extract
 from ..trace import Call, Gate, LlmCall, StepEnd, Trace, Write
 from .edits import Edits
@@ -356,15 +357,33 @@ class _Rejudge:
         return rows
 
 
+class NoStepsInCommon(LadrError):
+    """The edited ladder has none of the steps the trace recorded: nothing could be re-judged."""
+
+
+def _check_overlap(items: list[_Item], edits: Edits, path: Any) -> None:
+    traced = sorted({i.where.step for i in items if not i.where.caller})
+    if not traced or edits.ladder is None:
+        return  # an empty trace has nothing to re-judge; a `{step_id: schema}` mapping names only what it edits
+    known = [s.id for s in edits.ladder.all_steps()]
+    if not set(traced) & set(known):
+        where = f"the trace {path}" if isinstance(path, (str, Path)) else "the trace"
+        raise NoStepsInCommon(f"the ladder has none of the steps of {where}: the trace has {', '.join(traced)}; "
+                              f"the ladder has {', '.join(known) or 'none'} (is it the ladder this run was made "
+                              "with, or an edit of it?)")
+
+
 def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping | Edits, *, step: str | None = None,
                  slates: Mapping[str, str | Path] | None = None, detail: str = "flips") -> list[dict]:
-    """`rejudge` as a list of plain dicts (one per judged output, columns as in `COLUMNS`)."""
+    """`rejudge` as a list of plain dicts (one per judged output, columns as in `COLUMNS`); raises
+    NoStepsInCommon when the ladder has none of the trace's steps."""
     if detail not in ("flips", "all"):
         raise ValueError('detail is "flips" (reasons and paths of the flips only) or "all"')
     t = as_trace(trace)
     items, execs = _collect(t)
-    return _Rejudge(ladder if isinstance(ladder, Edits) else Edits(ladder), dict(slates or {}), detail).run(items, execs,
-                                                                                                   step)
+    edits = ladder if isinstance(ladder, Edits) else Edits(ladder)
+    _check_overlap(items, edits, trace)
+    return _Rejudge(edits, dict(slates or {}), detail).run(items, execs, step)
 
 
 def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *, step: str | None = None,
@@ -410,4 +429,4 @@ def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["COLUMNS", "Edits", "format_rows", "rejudge", "rejudge_rows"]
+__all__ = ["COLUMNS", "Edits", "NoStepsInCommon", "format_rows", "rejudge", "rejudge_rows"]

@@ -58,6 +58,9 @@ def cmd_run(a) -> int:
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)
+        check = getattr(run.model, "check", None)
+        if callable(check):     # a missing API key or unknown model: said now, not after litellm's retries
+            check()
     except LadrError as exc:
         return _fail(a, str(exc), 1, exc)
     for note in run.slate_notes:      # a slate or folder that does not exist yet: said, never silently empty

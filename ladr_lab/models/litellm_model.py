@@ -8,6 +8,9 @@ tests). Hints from the runtime are not forwarded.
 """
 from __future__ import annotations
 
+import contextlib
+import difflib
+import io
 import os
 import time
 
@@ -41,10 +44,37 @@ class LiteLLMModel:
         self.name = name
         self.max_concurrency = max_concurrency
         self.params = params
+        self._checked = False
+
+    def check(self) -> None:
+        """Refuse, before any call, a name litellm knows no provider for or a provider whose API key is not set."""
+        if self._checked:
+            return
+        litellm = _import_litellm()
+        # on an unknown name litellm prints "Provider List: ..." to stdout: keep the CLI's output clean
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                litellm.get_llm_provider(self.name, api_base=self.params.get("api_base"))
+            except Exception as exc:
+                close = difflib.get_close_matches(self.name, list(getattr(litellm, "model_list", []) or []), n=1)
+                hint = f'; did you mean "{close[0]}"?' if close else " (write it as provider/model, e.g. openai/gpt-4o-mini)"
+                raise ModelError(f"unknown model {self.name!r}: litellm knows no provider for it{hint}") from exc
+            # a mock answer or a key passed in needs no environment; only missing *_API_KEY variables block a
+            # call: litellm also lists OLLAMA_API_BASE and AWS/Vertex variables, which working setups often lack
+            if "mock_response" not in self.params and "api_key" not in self.params:
+                try:
+                    missing = litellm.validate_environment(self.name).get("missing_keys") or []
+                except Exception:  # litellm could not tell: let the call itself say what is wrong
+                    missing = []
+                keys = [k for k in missing if str(k).endswith("_API_KEY")]
+                if keys:
+                    raise ModelError(f"{self.name} needs {', '.join(keys)}, which is not set")
+        self._checked = True
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Call `litellm.completion(model=name, messages=messages, **params)` and measure it."""
         litellm = _import_litellm()
+        self.check()  # before litellm's retries, so a missing key is said at once
         start = time.perf_counter()
         try:
             resp = litellm.completion(model=self.name, messages=messages, **self.params)

@@ -1,6 +1,8 @@
 """get_model: turn a model name from a ladder, the CLI or a notebook into a Model."""
 from __future__ import annotations
 
+import difflib
+import re
 from pathlib import Path
 
 from ladr_lab.errors import ModelError
@@ -14,6 +16,19 @@ def _resolve(path: str, base_dir: str | Path | None) -> Path:
     if not p.is_absolute() and base_dir is not None:
         p = Path(base_dir) / p
     return p
+
+
+def _did_you_mean(text: str) -> str | None:
+    """The ladr_lab model name `text` was probably meant to be (`offlne` → offline, `scrip:x` → script:x)."""
+    head, sep, rest = re.match(r"([^:\s/]*)([:\s]?)(.*)", text, re.S).groups()  # type: ignore[union-attr]
+    if "/" in text and not sep:
+        return None  # provider/model: litellm's
+    close = difflib.get_close_matches(head.lower(), ["offline", "script", "replay"], n=1, cutoff=0.75)
+    if not close or (head == close[0] and sep == ":"):
+        return None
+    if close[0] == "offline":
+        return "offline" if not rest.strip() else None
+    return f"{close[0]}:{rest.strip()}" if rest.strip() else f"{close[0]}:PATH"
 
 
 def get_model(name: str | Model | None = None, *, base_dir: str | Path | None = None) -> Model:
@@ -39,6 +54,9 @@ def get_model(name: str | Model | None = None, *, base_dir: str | Path | None = 
         from ladr_lab.models.replay import ReplayModel
 
         return ReplayModel(_resolve(text[len("replay:"):], base_dir), base_dir=base_dir)
+    meant = _did_you_mean(text)
+    if meant is not None:
+        raise ModelError(f'unknown model {text!r}: did you mean "{meant}"?')
     from ladr_lab.models.litellm_model import LiteLLMModel
 
     return LiteLLMModel(text)

@@ -204,6 +204,12 @@ class ReplayModel:
                 return {"message_index": i, "role": b.get("role"), "diff": diff}
         return None
 
+    def check(self) -> None:
+        """Check the live model of a mixed replay before the run (a missing API key, an unknown name)."""
+        check = getattr(self.then, "check", None)
+        if callable(check):
+            check()
+
     def close(self) -> None:
         """Close the live model of a mixed replay (the trace itself was read whole)."""
         if self.then is not None and callable(getattr(self.then, "close", None)):

@@ -76,11 +76,19 @@ class ReplayView(View):
         then = self._then_model if self._then_model is not None else (self.then.value.strip() or None)
         try:
             model = ReplayModel(self.path, then=then, base_dir=self.ladder.base_dir)
+            model.check()  # a mistyped `then` or a missing API key: said at once, before any call
             run = Run(self.ladder, model=model, inputs=self.inputs, slates=self.slates)
         except LadrError as exc:
             self.status.value = message_html(f"cannot replay: {type(exc).__name__}: {exc}", "error")
             return None
-        res = run.run()
+        # a live `then` model can take a while: show that the view is working until the run is back
+        self.status.value = message_html("working… replaying" + (" (live model calls wait for answers)"
+                                                                 if then is not None else ""), "info")
+        self.replay_button.disabled = True
+        try:
+            res = run.run()
+        finally:
+            self.replay_button.disabled = False
         self.run, self.divergence = run, res.divergence
         d = self.divergence
         if d is None:

@@ -43,3 +43,33 @@ def test_importing_the_models_does_not_import_litellm():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def _no_call(*_a, **_k):
+    raise AssertionError("litellm.completion must not be called")
+
+
+def test_a_missing_api_key_is_said_before_any_call(monkeypatch):
+    import litellm
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(litellm, "completion", _no_call)
+    model = LiteLLMModel("openai/gpt-4o-mini")
+    with pytest.raises(ModelError, match="openai/gpt-4o-mini needs OPENAI_API_KEY, which is not set"):
+        model.check()
+    with pytest.raises(ModelError, match="needs OPENAI_API_KEY"):
+        model.complete(MSGS)
+
+
+def test_a_non_key_variable_litellm_lists_does_not_block(monkeypatch):
+    import litellm
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    LiteLLMModel("ollama/llama3.2").check()  # litellm lists OLLAMA_API_BASE as missing; ollama works without it
+    monkeypatch.setattr(litellm, "completion", _no_call)
+
+
+def test_an_unknown_model_is_refused_before_any_call_quietly(monkeypatch, capsys):
+    import litellm
+    monkeypatch.setattr(litellm, "completion", _no_call)
+    with pytest.raises(ModelError, match="unknown model 'gpt-4o-mni': litellm knows no provider for it"):
+        LiteLLMModel("gpt-4o-mni").complete(MSGS)
+    assert "Provider List" not in capsys.readouterr().out

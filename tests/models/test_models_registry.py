@@ -75,3 +75,27 @@ def test_base_dir_is_typed_and_taken_as_a_str_or_a_path(tmp_path):
     for base in (str(tmp_path), tmp_path):
         model = get_model("script:s.yaml", base_dir=base)
         assert model.complete([{"role": "user", "content": "q"}]).text == "hello"
+
+
+@pytest.mark.parametrize(("name", "meant"), [("offlne", "offline"), ("ofline", "offline"), ("scrip:x", "script:x"),
+                                             ("replay x", "replay:x")])
+def test_a_name_close_to_ours_says_did_you_mean(name, meant):
+    with pytest.raises(ModelError, match=f'did you mean "{meant}"\\?'):
+        get_model(name)
+
+
+@pytest.mark.parametrize("name", ["gpt-4o-mini", "openai/gpt-4o-mini", "ollama/llama3.2", "o1", "claude-3-5-sonnet"])
+def test_litellm_names_are_not_taken_for_typos(name):
+    assert isinstance(get_model(name), LiteLLMModel)
+
+
+def test_did_you_mean_does_not_import_litellm():
+    import subprocess
+    import sys
+    code = ("import sys, ladr_lab.models as m\n"
+            "from ladr_lab.errors import ModelError\n"
+            "try:\n    m.get_model('offlne')\nexcept ModelError as e:\n    print(e)\n"
+            "print('litellm' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, check=True)
+    assert 'did you mean "offline"?' in done.stdout and done.stdout.split()[-1] == "False"

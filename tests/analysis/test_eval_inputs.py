@@ -1,0 +1,54 @@
+"""eval: the input columns a ladder reads, a missing column said once, and the most common row error."""
+from __future__ import annotations
+
+import pytest
+
+from ladr_lab.analysis import evaluate
+from ladr_lab.analysis.eval_inputs import input_columns
+from ladr_lab.config import load_ladder_text
+from ladr_lab.errors import LadrError
+
+LADDER = """\
+name: cols
+model: offline
+steps:
+  - id: s
+    fields:
+      - { name: Question, type: text, from: input.context }
+      - { name: Tone, type: text, from: input.tone }
+"""
+
+
+def test_the_columns_a_ladder_reads():
+    assert input_columns(load_ladder_text(LADDER)) == ["context", "tone"]
+
+
+def test_a_missing_column_names_the_expected_and_the_given_columns(tmp_path):
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,question,tone\na,hi,dry\n", encoding="utf-8")
+    with pytest.raises(LadrError) as info:
+        evaluate(load_ladder_text(LADDER), csv, out=tmp_path / "out", progress=False)
+    text = str(info.value)
+    assert "no column context" in text and "context, tone" in text and "question, tone" in text
+    assert "--input" not in text
+
+
+def test_a_row_without_a_column_is_that_rows_error_and_the_summary_names_the_most_common(tmp_path):
+    rows = [{"id": "a", "context": "q", "tone": "x"}, {"id": "b", "context": "q"}, {"id": "c", "context": "q"}]
+    ev = evaluate(load_ladder_text(LADDER), rows, out=tmp_path / "out", progress=False, concurrency=1)
+    assert ev.counts() == {"completed": 1, "error": 2}
+    summary = ev.format()
+    assert "2 of 3 rows failed; most common error (2×)" in summary
+    assert "the ladder reads input column(s) context, tone" in summary and "--input" not in summary
+
+
+def test_rejudge_rows_raises_when_the_ladder_has_none_of_the_traces_steps(tmp_path):
+    from ladr_lab.analysis.rejudge import NoStepsInCommon, rejudge_rows
+    from ladr_lab.engine import Run
+    lad = load_ladder_text(LADDER)
+    run = Run(lad, inputs={"context": "q", "tone": "t"}, trace_out=tmp_path / "t.jsonl")
+    run.run()
+    run.trace.close()
+    with pytest.raises(NoStepsInCommon, match="the trace has s; the ladder has other"):
+        rejudge_rows(tmp_path / "t.jsonl", load_ladder_text(LADDER.replace("id: s", "id: other")))
+    assert rejudge_rows(tmp_path / "t.jsonl", lad) is not None  # the same ladder re-judges fine
