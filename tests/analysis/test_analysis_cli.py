@@ -96,7 +96,8 @@ def test_lint_command(tmp_path, traces, capsys):
     assert main(["lint", str(RESEARCH), "--trace", str(traces["a"])]) == 0     # info only
     assert "max-rounds-unused" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
-    bad.write_text(RESEARCH.read_text().replace("required: [request]\n", "requried: [request]\n", 1))
+    bad.write_text(RESEARCH.read_text().replace("required: [request]\n", "requried: [request]\n", 1)
+                   .replace("path: ../sample_slates/knowledge", f"path: {RESEARCH.parent.parent / 'sample_slates' / 'knowledge'}"))
     p = cli("lint", bad, "--json")
     report = json.loads(p.stdout)
     assert p.returncode == 1 and not report["ok"]
