@@ -105,6 +105,7 @@ class RequestMatchEditor(View):
         self.warnings: list[str] = []
         self.rows: list[dict] = []
         self.findings: list = []
+        self.findings_before_edit: list = []   # trace-based findings judged with the schema before the edit
         self.applied: Ladder | None = None
         self.rewrite: SchemaRewrite | None = None   # the last apply's: the other steps it changed, comments lost
         self.format = w.ToggleButtons(options=["YAML", "JSON"], value="JSON" if format.lower() == "json" else "YAML",
@@ -354,8 +355,22 @@ class RequestMatchEditor(View):
         if not self.findings:
             self.lint_html.value = str(note("lint: nothing found for this step"))
             return
-        self.lint_html.value = str(concat(tag("b", "lint"), table(["", "code", "step", "seen", "fix", "where"],
-                                                                 [finding_html(f) for f in self.findings])))
+        cols = ["", "code", "step", "seen", "fix", "where"]
+        edited_schema = self.schema is not None and self.schema != self.original
+        # a finding drawn from recorded verdicts was judged with the ladder's own schema: after an edit it is
+        # history, shown apart and marked, not as if the edited schema had produced it
+        recorded = [f for f in self.findings if edited_schema and f.evidence and "seq" in f.evidence[0]]
+        current = [f for f in self.findings if f not in recorded]
+        self.findings_before_edit = recorded
+        parts: list = []
+        if current:
+            parts += [tag("b", "lint"), table(cols, [finding_html(f) for f in current])]
+        if recorded:
+            parts += [tag("b", "lint, before your edit"),
+                      note("  from the recorded runs, judged with the ladder's own schema; the flips above say "
+                           "what your edit changes"),
+                      table(cols, [finding_html(f) for f in recorded])]
+        self.lint_html.value = str(concat(*parts))
 
     # ---- the buttons ---------------------------------------------------------------------------------
     def _switch(self, change: dict) -> None:

@@ -225,3 +225,17 @@ def test_apply_warns_when_the_schema_is_shared_through_an_anchor(ladder):
     ed_b.set_text(ed_b.text.value + "\nminProperties: 1")
     ed_b.apply_button.click()
     assert "own copy" in ed_b.message.value and "minProperties" not in ed_b.applied.step("a").retrieve.request_match
+
+
+def test_trace_findings_after_an_edit_are_marked_before_your_edit(recorded):
+    lad, runs = recorded
+    ed = RequestMatchEditor(lad, "research", trace=runs)
+    from_traces = [f for f in ed.findings if f.evidence and "seq" in f.evidence[0]]
+    assert from_traces and ed.findings_before_edit == []       # unedited: the recorded verdicts are current
+    assert "before your edit" not in ed.lint_html.value
+    ed.text.value = ed.text.value.replace("items: { type: string }", "items: { type: string }, maxItems: 1")
+    marked = ed.findings_before_edit
+    assert marked and all(f.evidence and "seq" in f.evidence[0] for f in marked)
+    assert "lint, before your edit" in ed.lint_html.value
+    ed.revert()
+    assert ed.findings_before_edit == [] and "before your edit" not in ed.lint_html.value
