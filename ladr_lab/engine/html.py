@@ -25,7 +25,7 @@ from ..display import (
     root,
     tag,
 )
-from ..trace.html import SECTION_CHARS, section_html, trace_html
+from ..trace.html import SECTION_CHARS, not_started_html, section_html, trace_html
 
 if TYPE_CHECKING:
     from .calls import CallRequest
@@ -118,7 +118,7 @@ def run_html(run: Run) -> str:
     """A run: status and counts, the next call's prompt (sections collapsible), the rounds so far, the result."""
     led = run.ledger
     fresh = not run.done and led.llm_calls == 0       # reading the first prompt starts a run but sends nothing
-    status = concat(badge("not started", "#6e7781"), note(" · nothing sent yet")) if fresh else badge(run.status)
+    status = not_started_html() if fresh else badge(run.status)
     pairs = [("ladder", run.ladder.name), ("status", status),
              ("model", getattr(run.model, "name", "?")),
              ("inputs", tag("code", json_text(run.inputs, None)[:400])),

@@ -56,6 +56,11 @@ SECTION_CHARS = 3000        # characters of one prompt section or output a stati
 TRACE_MAX_CHARS = 450_000   # full rounds up to this much HTML; one-line rounds and steps after, to about twice it
 
 
+def not_started_html() -> Html:
+    """The status of a run whose first prompt was read but to which no model call was made yet."""
+    return concat(badge("not started", "#6e7781"), note(" · nothing sent yet"))
+
+
 def verdict_html(v: VerdictStory | None) -> Html:
     """The verdict: test, match or not, extraction rule and form, and the deciding keyword with its paths."""
     if v is None:

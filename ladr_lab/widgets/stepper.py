@@ -22,7 +22,7 @@ from ..engine import CallRequest, Run
 from ..engine.html import run_html
 from ..errors import LadrError
 from ..trace import Event, Events, Gate, LlmCall, StepStart, Write
-from ..trace.html import gate_html, round_body_html, round_head_html, write_html
+from ..trace.html import gate_html, not_started_html, round_body_html, round_head_html, write_html
 from ..trace.story import GateStory, RoundStory, WriteStory, describe
 from .parts import CHUNK, Fold, View, head_html, html, ipw, message_html, paged
 from .slate_view import SlateView
@@ -267,7 +267,7 @@ class Stepper(View):
         pending = [] if run.done else run.pending       # starts the run: the next prompt shows before it is sent
         n = self.rounds
         if n == 0 and not run.done:                     # reading the first prompt sends nothing
-            self.counter.value = head_html(badge("not started", "#6e7781"), note(" · nothing sent yet"))
+            self.counter.value = head_html(not_started_html())
         else:
             self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
         self.message.value = message
