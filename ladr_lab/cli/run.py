@@ -51,10 +51,8 @@ def cmd_run(a) -> int:
         return _fail(a, str(exc), 2)
     try:
         if a.then:
-            from ..models import ReplayModel
-            path = Path(model.split(":", 1)[1])
-            model = ReplayModel(path if path.is_absolute() else ladder.base_dir / path, then=a.then,
-                                base_dir=ladder.base_dir)
+            from ..models import get_model
+            model = get_model(model, then=a.then, base_dir=ladder.base_dir)
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)

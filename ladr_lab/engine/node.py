@@ -8,7 +8,7 @@ from ..errors import LadrError, ModelError, RunError
 from ..models import CallInfo, Completion
 from ..trace import LlmCall, LlmError
 from .calls import CallGen, CallRequest
-from .context import Executor
+from .executor import Executor
 from .gates import decide
 from .judging import judge
 from .knowledge import request_context

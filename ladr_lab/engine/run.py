@@ -31,12 +31,12 @@ from ..errors import (
     SourceResolutionError,
     short_repr,
 )
-from ..models import Completion, Model, ReplayModel, get_model
+from ..models import Completion, Model, Recording, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
 from ..trace import Events, InternalError, LlmCall, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
-from .context import Executor, Ledger
+from .executor import Executor, Ledger
 from .knowledge import KnowledgeSource
 from .retrieve import Limits
 from .state import RunState
@@ -127,9 +127,8 @@ class Run(Displayable):
         self.model = get_model(model_spec, base_dir=ladder.base_dir)
         if not hasattr(model_spec, "complete"):
             self._own_models.append(self.model)
-        recorded = getattr(self.model, "recorded_inputs", None)
-        if not self.inputs and recorded:
-            self.inputs = dict(recorded)     # a replay reuses the recorded inputs unless new ones are given
+        if not self.inputs and isinstance(self.model, Recording) and self.model.recorded_inputs:
+            self.inputs = dict(self.model.recorded_inputs)   # a replay reuses the recorded inputs unless new ones are given
         if tracer is not None:
             self.trace.add_listener(tracer)
         self._bind_slates(slates or {})
@@ -278,17 +277,20 @@ class Run(Displayable):
         return sum(1 for e in self.trace.events if isinstance(e, LlmCall) and e.provenance == "edited")
 
     def _divergence(self) -> dict | None:
-        """A replay's first divergence; once the run has ended, recorded calls it never asked for are one."""
-        found = getattr(self.model, "divergence", None)
-        if found is None and self.done and isinstance(self.model, ReplayModel):
+        """A replay's (a `Recording`'s) first divergence; once the run has ended, recorded calls it never asked
+        for are one. None when the run is no replay."""
+        if not isinstance(self.model, Recording):
+            return None
+        found = self.model.divergence
+        if found is None and self.done:
             found = self.model.unserved_divergence()
         return found
 
     def _live_calls(self) -> int | None:
-        """A replay's calls not answered from the recording (None when the run is no replay): every call
-        answered by another model counts, a hand-typed answer (a fork) does not."""
-        if not isinstance(self.model, ReplayModel):
-            return getattr(self.model, "live_calls", None)
+        """A replay's (a `Recording`'s) calls not answered from the recording (None when the run is no replay):
+        every call answered by another model counts, a hand-typed answer (a fork) does not."""
+        if not isinstance(self.model, Recording):
+            return None
         return sum(1 for e in self.trace.events
                    if isinstance(e, LlmCall) and e.provenance not in ("recorded", "edited") and e.error is None)
 

@@ -6,7 +6,7 @@ from ..config.model import Step
 from ..errors import BudgetExhausted, RunError
 from ..trace import Call, StepEnd, StepStart, Write
 from .calls import CallGen, parallel
-from .context import Executor
+from .executor import Executor
 from .node import NodeOutcome, finish_node, run_node
 from .sources import check_dependencies, join_survivors, resolve_source
 from .state import NodeCtx, NodeOut, StepResult

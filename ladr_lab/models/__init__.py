@@ -5,8 +5,9 @@
 - ReplayModel — answers from a recorded trace and reports the first divergence (`replay:PATH`)
 - LiteLLMModel — any litellm model string; litellm is imported on the first call only
 - get_model — name → Model
+- Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
 """
-from ladr_lab.models.base import CallInfo, Completion, Model, estimate_tokens
+from ladr_lab.models.base import CallInfo, Completion, Model, Recording, estimate_tokens
 from ladr_lab.models.embedding import LiteLLMEmbedder
 from ladr_lab.models.litellm_model import LiteLLMModel
 from ladr_lab.models.offline import OfflineModel
@@ -21,6 +22,7 @@ __all__ = [
     "LiteLLMModel",
     "Model",
     "OfflineModel",
+    "Recording",
     "ReplayDivergence",
     "ReplayModel",
     "ScriptedModel",

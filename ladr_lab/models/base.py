@@ -7,6 +7,9 @@ loop iteration, recursion depth and the `call` steps above), and what the runtim
 answer (the step's requestMatch, the schema or string a gate or write will test). A model reads what
 it needs and ignores the rest, so new fields never break old models. `CallInfo.hints()` gives the
 same facts as the plain keyword dict of earlier versions (the scripted model's callables get it).
+
+A model may also be a `Recording` (an optional protocol, `ReplayModel` is one): it answers from a recorded
+run, and the engine asks it for the recorded inputs and where the run stopped matching the recording.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["CallInfo", "Completion", "Model", "estimate_message_tokens", "estimate_tokens", "system_text", "user_text"]
+__all__ = ["CallInfo", "Completion", "Model", "Recording", "estimate_message_tokens", "estimate_tokens", "system_text", "user_text"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,28 @@ class Model(Protocol):
 
     def close(self) -> None:
         """Release what the model holds (connections, files); a closed model is not called again."""
+        ...
+
+
+@runtime_checkable
+class Recording(Protocol):
+    """A model that answers from a recorded run (optional, beside `Model`): the engine checks
+    `isinstance(model, Recording)` and then reads these members, whatever the class is."""
+
+    answers_every_step: bool
+    """True when the run must ask this model for every step's calls, also a step that declares its own
+    `model:` (the recording holds that step's outputs too: calling the step's model would not be a replay)."""
+
+    recorded_inputs: dict | None
+    """The inputs of the recorded run (None when the recording has none): a run given no inputs uses them."""
+
+    divergence: dict | None
+    """The first call where the run stopped matching the recording, as a dict `{step, node, round,
+    iteration, occurrence, message_index, role, diff}` (None while it matches); `RunResult.divergence`."""
+
+    def unserved_divergence(self) -> dict | None:
+        """Asked once the run has ended: the recorded calls the run never asked for, as a divergence (with
+        `unserved`, how many), or None when it diverged already or asked for every recorded call."""
         ...
 
 

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ladr_lab.errors import ModelError
+from ladr_lab.models import replay
 from ladr_lab.models.base import Model
 
 __all__ = ["get_model"]
@@ -31,8 +32,12 @@ def _did_you_mean(text: str) -> str | None:
     return f"{close[0]}:{rest.strip()}" if rest.strip() else f"{close[0]}:PATH"
 
 
-def get_model(name: str | Model | None = None, *, base_dir: str | Path | None = None) -> Model:
-    """Resolve `None`/"offline", "script:PATH", "replay:PATH", a Model instance, or a litellm model string."""
+def get_model(name: str | Model | None = None, *, then: str | Model | None = None,
+              base_dir: str | Path | None = None) -> Model:
+    """Resolve `None`/"offline", "script:PATH", "replay:PATH", a Model instance, or a litellm model string;
+    `then` (a name or Model, resolved here too) is the live model of a mixed "replay:PATH"."""
+    if then is not None and not (isinstance(name, str) and name.strip().startswith("replay:")):
+        raise ModelError(f"then={then!r} goes with a replay:PATH model (mixed replay), not {name!r}")
     if name is None:
         from ladr_lab.models.offline import OfflineModel
 
@@ -51,12 +56,14 @@ def get_model(name: str | Model | None = None, *, base_dir: str | Path | None = 
 
         return ScriptedModel.from_file(_resolve(text[len("script:"):], base_dir))
     if text.startswith("replay:"):
-        from ladr_lab.models.replay import ReplayModel
-
-        return ReplayModel(_resolve(text[len("replay:"):], base_dir), base_dir=base_dir)
+        live = get_model(then, base_dir=base_dir) if then is not None else None
+        return replay.ReplayModel(_resolve(text[len("replay:"):], base_dir), then=live, base_dir=base_dir)
     meant = _did_you_mean(text)
     if meant is not None:
         raise ModelError(f'unknown model {text!r}: did you mean "{meant}"?')
     from ladr_lab.models.litellm_model import LiteLLMModel
 
     return LiteLLMModel(text)
+
+
+replay.resolve_model = get_model    # `ReplayModel(then=NAME)` resolves the name here, not in replay.py

@@ -11,11 +11,13 @@ retrieval that fetched something else, a call the recording does not have):
 
 - plain replay raises `ReplayDivergence` (a ModelError): the run ends with status `error`, and the
   error shows what was recorded and what is sent now;
-- mixed replay, `ReplayModel(path, then=MODEL)` (command line: `--model replay:PATH --then MODEL`),
-  answers that call and every later one with the live model instead.
+- mixed replay, `ReplayModel(path, then=MODEL)` (command line: `--model replay:PATH --then MODEL`;
+  `get_model("replay:PATH", then=MODEL)`), answers that call and every later one with the live model instead.
+  `then` is a Model; a model name (`then="offline"`) is turned into one by `resolve_model`, which
+  `ladr_lab.models.registry` sets to its `get_model` (this module knows no model by name).
 
-A replay answers every step of the run, also a step that declares its own `model:` (the engine's
-`Executor.model_for`); `Run.result.live_calls` counts the calls answered by any other model.
+A ReplayModel is a `Recording` (`models/base.py`): it answers every step of the run, also a step that
+declares its own `model:` (`answers_every_step`, read by the engine's `Executor.model_for`); `Run.result.live_calls` counts the calls answered by any other model.
 
 `divergence` holds the first divergence as a dict `{step, node, round, iteration, occurrence,
 message_index, role, diff}` (`diff` is a unified diff of the message text, recorded → now).
@@ -25,7 +27,9 @@ from __future__ import annotations
 import difflib
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ladr_lab.errors import ModelError
 from ladr_lab.models.base import (
@@ -41,6 +45,11 @@ from ladr_lab.trace import Event, LlmCall
 __all__ = ["ReplayDivergence", "ReplayModel"]
 
 _DIFF_LINES = 24
+
+# How `then=NAME` (a model name, not a Model) becomes a Model: `resolve_model(name, base_dir=...)`.
+# `ladr_lab.models.registry` sets it to `get_model` when it is imported (importing this module imports the
+# `ladr_lab.models` package, hence the registry, first), so this module never imports the registry.
+resolve_model: Callable[..., Model] | None = None
 
 
 class ReplayDivergence(ModelError):
@@ -70,6 +79,8 @@ def _diff(old: str, new: str) -> str:
 class ReplayModel:
     """A model that replays the outputs of a recorded trace; `then` answers from the first divergence on."""
 
+    answers_every_step = True     # a `Recording`: the recording holds every step's outputs
+
     def __init__(self, trace_path: str | Path, *, then: str | Model | None = None, max_concurrency: int = 8,
                  base_dir: str | Path | None = None) -> None:
         self.path = Path(trace_path)
@@ -85,9 +96,14 @@ class ReplayModel:
         self._order: list[tuple[tuple, int, LlmCall]] = []      # every recorded call in file order
         self._live_from_now = False
         self.then: Model | None = None
+        if isinstance(then, str):
+            if resolve_model is None:
+                raise ModelError(f"then={then!r}: a model name needs ladr_lab.models.get_model; pass a Model")
+            then = resolve_model(then, base_dir=base_dir)
+        elif then is not None and not callable(getattr(then, "complete", None)):
+            raise ModelError(f"not a model name or Model: {then!r}")
         if then is not None:
-            from ladr_lab.models.registry import get_model
-            self.then = get_model(then, base_dir=base_dir)
+            self.then = then
             self.name += f" then {getattr(self.then, 'name', '?')}"
         self._load()
 
@@ -225,3 +241,10 @@ def _describe(d: dict) -> str:
     if d.get("message_index") is None:
         return f"{head}: {d['diff']}"
     return f"{head}, in the {d['role']} message; recorded → now:\n{d['diff']}"
+
+
+if TYPE_CHECKING:
+    from ladr_lab.models.base import Recording
+
+    def _is_a_recording(m: ReplayModel) -> Recording:
+        return m      # mypy checks here that a ReplayModel keeps the Recording protocol

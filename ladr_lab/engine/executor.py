@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config.model import Ladder, Step
 from ..errors import BudgetExhausted
-from ..models import Completion, Model, ReplayModel, get_model
+from ..models import Completion, Model, Recording, get_model
 from ..slate import SlateStore
 from ..trace import Event, Trace
 from .retrieve import Limits
@@ -82,9 +82,9 @@ class Executor:
         return self.trace.emit(event)
 
     def model_for(self, step: Step) -> Model:
-        """The step's own model, or the run's; a replay of the run answers every step, whatever model the
-        step declares (the recording holds that step's outputs too: calling its model would not be a replay)."""
-        if step.model is None or isinstance(self.model, ReplayModel):
+        """The step's own model, or the run's; a `Recording` that answers every step (a replay of the run)
+        answers it whatever model the step declares (calling that model would not be a replay)."""
+        if step.model is None or (isinstance(self.model, Recording) and self.model.answers_every_step):
             return self.model
         if step.model not in self.models:
             self.models[step.model] = get_model(step.model, base_dir=self.ladder.base_dir)
