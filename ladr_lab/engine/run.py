@@ -14,7 +14,7 @@ import time
 import traceback
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -35,6 +35,7 @@ from ..models import Completion, Model, Recording, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
 from ..trace import Events, InternalError, LlmCall, RunEnd, RunStart, Trace
+from ..trace.events import StepStart
 from .calls import CallGen, CallRequest
 from .executor import Executor, Ledger
 from .knowledge import KnowledgeSource
@@ -157,6 +158,7 @@ class Run(Displayable):
         self._gen: CallGen[None] | None = None
         self._pending: list[CallRequest] = []
         self._started = False
+        self.stopped_before: str | None = None     # the breakpoint step `run(stop_before=...)` stopped at
 
     # ---- setup -----------------------------------------------------------------------------------------
     def _bind_slates(self, overrides: Mapping[str, str | Path]) -> None:
@@ -191,6 +193,7 @@ class Run(Displayable):
         With `output`, the chosen call is answered by that text instead of the model (a fork): it is judged
         and delivered like a model output, and the trace marks it `provenance: "edited"`."""
         mark = len(self.trace.events)
+        self.stopped_before = None
         self._start()
         if call is not None and node is not None:
             raise RunError("step(): choose the call with either call= or node=, not both")
@@ -231,19 +234,33 @@ class Run(Displayable):
                 break
         return Events(self.trace.events[mark:])
 
-    def run(self) -> RunResult:
-        """Run to the end, with parallel nodes' calls in flight at once; return the summary."""
+    def run(self, stop_before: str | Iterable[str] = ()) -> RunResult:
+        """Run to the end, with parallel nodes' calls in flight at once; return the summary.
+
+        `stop_before` (step ids, or one id) are breakpoints, as LangGraph's interrupt_before: the run stops
+        where its next call would be the first call of a step named there (at recursion depth 0; a group's
+        steps count) and `stopped_before` names that step. Run again to go on: a step already started does
+        not stop the run, so the next `run()` continues past it (to the next breakpoint or the end)."""
+        stops = {stop_before} if isinstance(stop_before, str) else set(stop_before)
+        mark = len(self.trace.events)
+        self.stopped_before = None
         self._start()
+        if self._stop(stops, mark):
+            return self.result
         workers = self.max_workers or max(1, int(getattr(self.model, "max_concurrency", 1) or 1))
         if workers <= 1:
             while not self.done:
+                seen = len(self.trace.events)
                 self.step()
+                if self._stop(stops, seen):
+                    break
             return self.result
         inflight: dict[int, Future] = {}
+        stopping = False
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ladr-node") as pool:
             while not self.done:
                 for req in self._pending:
-                    if req.id not in inflight:
+                    if req.id not in inflight and not stopping:
                         inflight[req.id] = pool.submit(self._execute, req)
                 if not inflight:
                     break
@@ -252,8 +269,22 @@ class Run(Displayable):
                     fut = inflight.pop(rid)
                     pending = next((r for r in self._pending if r.id == rid), None)
                     if pending is not None and not self.done:
+                        seen = len(self.trace.events)
                         self._deliver(pending, fut.result())
+                        # a step starts when no call is in flight (a group's steps start together), so a
+                        # breakpoint stops here exactly where stepping one call at a time would
+                        stopping = self._stop(stops, seen) or stopping
         return self.result
+
+    def _stop(self, stops: set[str], mark: int) -> bool:
+        """Whether a breakpoint step started among the events since `mark` (the run still going): if so,
+        `stopped_before` names it (the last one, when several started)."""
+        if not stops or self.done:
+            return False
+        hit = [e.step for e in self.trace.events[mark:] if isinstance(e, StepStart) and e.step in stops and not e.depth]
+        if hit:
+            self.stopped_before = hit[-1]
+        return bool(hit)
 
     @property
     def result(self) -> RunResult:

@@ -21,7 +21,7 @@ from ..display import badge, concat, details, json_text, note, plural, pre, tag
 from ..engine import CallRequest, Run
 from ..engine.html import run_html
 from ..errors import LadrError
-from ..trace import Event, Events, Gate, LlmCall, StepStart, Write
+from ..trace import Event, Events, Gate, LlmCall, Write
 from ..trace.html import gate_html, not_started_html, round_body_html, round_head_html, write_html
 from ..trace.story import GateStory, RoundStory, WriteStory, describe
 from .parts import CHUNK, Fold, View, head_html, html, ipw, message_html, paged
@@ -196,27 +196,19 @@ class Stepper(View):
         return out if out is not None else Events()
 
     def run_all(self) -> list[Event]:
-        """Run to the end, or until a breakpoint step starts (the Run all button); the run then waits before
-        that step's first call, and the next Run all goes on from there."""
-        stops = set(self.breakpoints)
-        stopped: list[str] = []
+        """Run to the end, or until a breakpoint step starts (the Run all button, `Run.run(stop_before=...)`):
+        the run then waits before that step's first call, and the next Run all goes on from there."""
+        stops = self.breakpoints
 
         def go() -> list[Event]:
-            events = self.run.trace.events
-            mark = len(events)
-            while not self.run.done:
-                seen = len(events)
-                self.run.step()
-                hit = [e.step for e in events[seen:] if isinstance(e, StepStart) and e.step in stops and not e.depth]
-                if hit and not self.run.done:
-                    stopped.append(hit[-1])
-                    break
-            return Events(events[mark:])
+            mark = len(self.run.trace.events)
+            self.run.run(stop_before=stops)
+            return Events(self.run.trace.events[mark:])
 
         out = self._drive("Run all", go)
-        if stopped:
-            self._refresh(message_html(f"Stopped at breakpoint {stopped[-1]!r}: its first call is pending.",
-                                       "warning"))
+        if self.run.stopped_before is not None:
+            self._refresh(message_html(f"Stopped at breakpoint {self.run.stopped_before!r}: its first call is "
+                                       "pending.", "warning"))
         return out if out is not None else Events()
 
     def answer(self, text: str) -> Events:
