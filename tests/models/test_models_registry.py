@@ -99,3 +99,35 @@ def test_did_you_mean_does_not_import_litellm():
     done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
                           capture_output=True, text=True, check=True)
     assert 'did you mean "offline"?' in done.stdout and done.stdout.split()[-1] == "False"
+
+
+def test_get_model_resolves_a_mixed_replays_then(tmp_path):
+    event = {"type": "llm_call", "step": "s", "node": 1, "round": 1, "messages": [], "output": "recorded"}
+    (tmp_path / "t.jsonl").write_text(json.dumps(event) + "\n", encoding="utf-8")
+    (tmp_path / "s.yaml").write_text("s: [scripted]\n", encoding="utf-8")
+    m = get_model("replay:t.jsonl", then="script:s.yaml", base_dir=tmp_path)   # then's path: same base_dir
+    assert isinstance(m, ReplayModel) and isinstance(m.then, ScriptedModel) and m.name.endswith(f"then script:{tmp_path / 's.yaml'}")
+    live = ScriptedModel(["x"])
+    assert get_model("replay:t.jsonl", then=live, base_dir=tmp_path).then is live
+    with pytest.raises(ModelError, match="goes with a replay:PATH model"):
+        get_model("offline", then="offline")
+
+
+def test_a_replay_given_a_model_name_as_then_has_it_resolved_by_the_registry(tmp_path):
+    event = {"type": "llm_call", "step": "s", "node": 1, "round": 1, "messages": [], "output": "recorded"}
+    (tmp_path / "t.jsonl").write_text(json.dumps(event) + "\n", encoding="utf-8")
+    m = ReplayModel(tmp_path / "t.jsonl", then="offline")       # as notebooks write it
+    assert isinstance(m.then, OfflineModel) and m.name.endswith(" then offline")
+    with pytest.raises(ModelError, match="not a model name or Model"):
+        ReplayModel(tmp_path / "t.jsonl", then=42)  # type: ignore[arg-type]
+
+
+def test_replay_does_not_import_the_registry():
+    import ast
+
+    import ladr_lab.models.replay as replay
+
+    tree = ast.parse(Path(replay.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not any(name and name.split(".")[-1] == "registry" for name in imported), imported
