@@ -135,3 +135,57 @@ def test_architecture_document_agrees_with_layers():
             for name in re.findall(r"`([A-Za-z_]+)`", m.group(2)):
                 table[name] = int(m.group(1))
     assert table == LAYERS
+
+
+def _import_time_imports(body: list[ast.stmt]):
+    """The import statements that run when the module is imported: not inside a function, nor under
+    `if TYPE_CHECKING:` (its `else:` does run)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            yield stmt
+            continue
+        if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
+            yield from _import_time_imports(stmt.orelse)
+            continue
+        for field in ("body", "orelse", "finalbody"):       # a class body, if/try/with/for blocks
+            yield from _import_time_imports(getattr(stmt, field, None) or [])
+        for clause in [*getattr(stmt, "handlers", []), *getattr(stmt, "cases", [])]:   # except:, case:
+            yield from _import_time_imports(clause.body)
+
+
+def _imported_modules(rel: Path, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The dotted modules an import statement of module `rel` may load (`from . import html` loads `.html`)."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    if node.level:
+        parts = ["ladr_lab", *rel.parts[:-1]]
+        base = parts[: len(parts) - (node.level - 1)]
+    else:
+        base = []
+    module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+    return {module} | {f"{module}.{a.name}" for a in node.names}
+
+
+def test_a_package_html_module_is_imported_by_its_siblings_only_inside_functions():
+    """The view pattern (a model's `to_html()` imports its package's `html.py`, which imports the model back
+    under TYPE_CHECKING) stays a lazy tie, never an import-time loop."""
+    problems, lazy = [], 0
+    for html_path in sorted(PKG.rglob("html.py")):
+        package = ".".join(["ladr_lab", *html_path.parent.relative_to(PKG).parts])
+        target = f"{package}.html"
+        for path in sorted(html_path.parent.glob("*.py")):
+            if path == html_path:
+                continue
+            rel = path.relative_to(PKG)
+            tree = ast.parse(path.read_text(), filename=str(path))
+            at_import = {id(n) for n in _import_time_imports(tree.body)}
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and target in _imported_modules(rel, node):
+                    if id(node) in at_import:
+                        problems.append(f"{rel}:{node.lineno} imports {target} at module level")
+                    else:
+                        lazy += 1
+    assert problems == []
+    assert lazy >= 5        # the engine's, trace's, config's, analysis's and slate's views are found
