@@ -86,6 +86,51 @@ def test_layers_only_look_down():
     assert problems == []
 
 
+def _package_graph() -> dict[str, set[str]]:
+    """ladr_lab package -> the ladr_lab packages it imports, module-level and lazy imports alike."""
+    graph: dict[str, set[str]] = {}
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), _node in _imports(rel, tree):
+            if kind == "ladr_lab" and target and target != me and target in LAYERS:
+                graph.setdefault(me, set()).add(target)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path (first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (found := visit(m)):
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def test_packages_import_each_other_only_one_way_round():
+    """Packages of one layer may import each other, but only one way round: the package graph, lazy
+    imports included, has no cycle (docs/ARCHITECTURE.md)."""
+    assert _cycle(_package_graph()) is None, " -> ".join(_cycle(_package_graph()) or [])
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "d": {"a", "c"}}) is None
+
+
 def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
     problems = []
     for rel, tree in _modules():
