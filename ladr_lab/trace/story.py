@@ -27,7 +27,7 @@ from .events import (
     Gate,
     Judgement,
     LlmCall,
-    LlmError,
+    LlmCallFailed,
     PromptSection,
     RunEnd,
     RunStart,
@@ -339,7 +339,7 @@ class CallStory(Story):
 class ErrorStory(Story):
     """A model call that failed (not counted as made)."""
 
-    event: LlmError
+    event: LlmCallFailed
     kind: str = "llm_error"
 
     def headline(self) -> str:
@@ -442,7 +442,7 @@ def describe(e: Event, iteration: int | None = None) -> Story:
         return StepStory(event=e, step=e.step, iteration=e.iteration or 1, started=isinstance(e, StepStart))
     if isinstance(e, Call):
         return CallStory(event=e)
-    if isinstance(e, LlmError):
+    if isinstance(e, LlmCallFailed):
         return ErrorStory(event=e)
     if isinstance(e, RunStart):
         return StartStory(event=e)
@@ -585,7 +585,7 @@ class Outline:
             block.node(e.node).rounds.append(story)
             self.rounds.append(story)
             return block, story
-        if isinstance(e, (Gate, Write, Call, LlmError)):
+        if isinstance(e, (Gate, Write, Call, LlmCallFailed)):
             block = self._block(e, e.step)
             story = describe(e, block.iteration)
             node = block.node(e.node)
