@@ -14,6 +14,7 @@ from .analysis import (
     Evaluation,
     Finding,
     LintReport,
+    NoStepsInCommon,
     RunDiff,
     SectionDiff,
     diff_prompts,
@@ -50,10 +51,13 @@ from .models import (
     LiteLLMModel,
     Model,
     OfflineModel,
+    ReplayDivergence,
     ReplayModel,
     ScriptedModel,
     get_model,
 )
+from .search import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from .server import RetrieveError
 from .slate import FolderSpec, SlateStore
 from .trace import Event, Trace, load_trace
 
@@ -78,6 +82,7 @@ __all__ = [
     "FORCED_FINAL_LINE",
     "Finding",
     "FolderSpec",
+    "InvalidRequestParams",
     "Ladder",
     "LadrError",
     "LintReport",
@@ -85,10 +90,14 @@ __all__ = [
     "Model",
     "ModelError",
     "NO_JSON",
+    "NoStepsInCommon",
     "NodeDependencyError",
     "OfflineModel",
+    "OptionUnsupported",
     "PathRefused",
+    "ReplayDivergence",
     "ReplayModel",
+    "RetrieveError",
     "Run",
     "RunArgumentError",
     "RunDiff",
@@ -96,9 +105,11 @@ __all__ = [
     "RunResult",
     "ScriptExhausted",
     "ScriptedModel",
+    "SearchError",
     "SectionDiff",
     "SlateError",
     "SlateStore",
+    "SnapshotGone",
     "SourceResolutionError",
     "Trace",
     "TraceError",

@@ -5,12 +5,13 @@ from .diff import RunDiff, diff_runs
 from .evaluation import Evaluation, evaluate, load_evaluation
 from .lint import Finding, LintReport, lint
 from .prompts import SectionDiff, diff_prompts, round_diff
-from .rejudge import rejudge, rejudge_rows
+from .rejudge import NoStepsInCommon, rejudge, rejudge_rows
 
 __all__ = [
     "Evaluation",
     "Finding",
     "LintReport",
+    "NoStepsInCommon",
     "RunDiff",
     "SectionDiff",
     "diff_prompts",
