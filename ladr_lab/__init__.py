@@ -11,7 +11,6 @@ interactive views, `%load_ext ladr_lab` the `%%ladder NAME` cell magic, and `lad
 ladder file when it changes. Heavy dependencies (litellm, pandas, ipywidgets, numpy) are imported only where used.
 """
 from .analysis import (
-    Evaluation,
     Finding,
     LintReport,
     NoStepsInCommon,
@@ -19,9 +18,7 @@ from .analysis import (
     SectionDiff,
     diff_prompts,
     diff_runs,
-    evaluate,
     lint,
-    load_evaluation,
     rejudge,
     rejudge_rows,
     round_diff,
@@ -44,6 +41,7 @@ from .errors import (
     SourceResolutionError,
     TraceError,
 )
+from .evaluation import Evaluation, evaluate, load_evaluation
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (
     CallInfo,
