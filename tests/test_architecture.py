@@ -18,7 +18,7 @@ LAYERS = {
     "errors": 0,
     "jsonx": 1, "slate": 1, "display": 1,
     "config": 2, "models": 2, "trace": 2,
-    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3,
+    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch")
@@ -86,6 +86,66 @@ def test_layers_only_look_down():
     assert problems == []
 
 
+def _package_graph() -> dict[str, set[str]]:
+    """ladr_lab package -> the ladr_lab packages it imports, module-level and lazy imports alike."""
+    graph: dict[str, set[str]] = {}
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), _node in _imports(rel, tree):
+            if kind == "ladr_lab" and target and target != me and target in LAYERS:
+                graph.setdefault(me, set()).add(target)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path (first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (found := visit(m)):
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def test_packages_import_each_other_only_one_way_round():
+    """Packages of one layer may import each other, but only one way round: the package graph, lazy
+    imports included, has no cycle (docs/ARCHITECTURE.md)."""
+    assert _cycle(_package_graph()) is None, " -> ".join(_cycle(_package_graph()) or [])
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "d": {"a", "c"}}) is None
+
+
+def test_evaluation_sits_above_its_layer_siblings():
+    """evaluation drives the executor and re-judges with analysis; neither they nor any other package of its
+    layer or below imports it back (even inside a function)."""
+    uses, problems = set(), []
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ladr_lab" and me == "evaluation" and target != me:
+                uses.add(target)
+            if kind == "ladr_lab" and target == "evaluation" and me != target and LAYERS[me] <= LAYERS[target]:
+                problems.append(f"{rel}:{node.lineno} imports evaluation")
+    assert {"engine", "analysis"} <= uses
+    assert problems == []
+
+
 def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
     problems = []
     for rel, tree in _modules():
@@ -109,7 +169,7 @@ def test_import_ladr_lab_loads_no_heavy_package():
 
 @pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models",
                                   "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
-                                  "ladr_lab.server"])
+                                  "ladr_lab.server", "ladr_lab.evaluation"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)
     names = list(mod.__all__)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from ..config.model import Action, Step
 from ..errors import LadrError, ModelError, RunError
 from ..models import CallInfo, Completion
-from ..trace import LlmCall, LlmError
+from ..trace import LlmCall, LlmCallFailed
 from .calls import CallGen, CallRequest
 from .executor import Executor
 from .gates import decide
@@ -37,7 +37,7 @@ def ask(x: Executor, info: CallInfo, messages: list[dict], step: Step, sections:
     assert rid == req.id
     if isinstance(comp, BaseException):
         # a failed call is not counted as made; the trace keeps what was asked and why it failed
-        x.emit(LlmError(step=info.step, node=info.node, round=info.round, messages=messages,
+        x.emit(LlmCallFailed(step=info.step, node=info.node, round=info.round, messages=messages,
                         error=f"{type(comp).__name__}: {comp}"))
         if isinstance(comp, ModelError) and comp.call is None:
             comp.call = info

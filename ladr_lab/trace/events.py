@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from ..display import Displayable
 
 __all__ = [
-    "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError",
+    "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalFailure", "Judgement", "LlmCall", "LlmCallFailed",
     "PromptSection", "RunEnd",
     "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write", "split_sections",
 ]
@@ -328,7 +328,7 @@ class PromptSection:
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
-class LlmError(Event):
+class LlmCallFailed(Event):
     """A model call that failed (not counted in llm_calls): what was asked and the error."""
 
     TYPE: ClassVar[str] = "llm_error"
@@ -421,7 +421,7 @@ class RunEnd(Event):
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
-class InternalError(Event):
+class InternalFailure(Event):
     """A bug of ladr_lab's own ended the run; the traceback is kept for the report."""
 
     TYPE: ClassVar[str] = "internal_error"
@@ -466,6 +466,6 @@ class Events(Displayable, list):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.TYPE: cls for cls in (RunStart, StepStart, LlmCall, LlmError, Gate, Write, Call, StepEnd, RunEnd,
-                              InternalError)
+    cls.TYPE: cls for cls in (RunStart, StepStart, LlmCall, LlmCallFailed, Gate, Write, Call, StepEnd, RunEnd,
+                              InternalFailure)
 }

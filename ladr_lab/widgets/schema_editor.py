@@ -17,13 +17,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..analysis import Evaluation, lint, load_evaluation, rejudge_rows
+from ..analysis import lint, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
 from ..analysis.rewrite import TEST_KEYS, SchemaRewrite, rewrite_schema, schema_text, to_yaml_text
 from ..config import Ladder, load_ladder
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
+from ..evaluation import Evaluation, load_evaluation
 from ..trace import Trace
 from .parts import View, button, head_html, html, ipw, layout
 
