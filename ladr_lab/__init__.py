@@ -27,7 +27,7 @@ from .analysis import (
 )
 from .config import Ladder, WatchedLadder, iter_problems, load_ladder, load_ladder_text, watch
 from .cost import cost_report
-from .engine import FORCED_FINAL_LINE, CallRequest, Run, RunResult, run_ladder
+from .engine import CallRequest, Run, RunResult, run_ladder
 from .errors import (
     BudgetExhausted,
     ConfigError,
@@ -54,6 +54,7 @@ from .models import (
     ScriptedModel,
     get_model,
 )
+from .round import FORCED_FINAL_LINE
 from .slate import FolderSpec, SlateStore
 from .trace import Event, Trace, load_trace
 
