@@ -241,10 +241,11 @@ class LlmCall(Event):
 
     def __post_init__(self) -> None:
         # a trace (or a caller) gives `[kind, name, chars]` lists: held as spans, written back as the same lists
-        if self.sections is not None and not all(isinstance(s, SectionSpan) for s in self.sections):
-            object.__setattr__(self, "sections", spans(self.sections))
-        elif isinstance(self.sections, list):
-            object.__setattr__(self, "sections", tuple(self.sections))
+        if isinstance(self.sections, (list, tuple)):
+            try:
+                object.__setattr__(self, "sections", spans(self.sections))
+            except (TypeError, ValueError):   # a malformed hand-written line: kept as read, as before
+                pass
 
     def _keep(self, name: str, value: Any) -> bool:
         if name == "top_k":          # written (null included) exactly when the call was a retrieval
