@@ -34,8 +34,8 @@ class Fetched(_Record):
     """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
 
     path: str = ""                  # canonical folder-relative path (or the query label of a mode)
-    mode: str = ""                  # files | subfolders | metatag | glob | similarTo
-    status: str = ""                # fetched | not_found | already_in_context | listed | no_match | left_out
+    mode: str = ""                  # one of round.vocabulary.MODES (files, subfolders, metatag, glob, similarTo)
+    status: str = ""                # one of round.vocabulary.STATUSES (fetched, not_found, already_in_context, ...)
     chars: int = 0                  # characters delivered to the prompt
     score: float | None = None      # similarTo's cosine
     asked: str | None = None        # the path as the model wrote it, when it differs from `path`
