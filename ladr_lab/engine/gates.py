@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from ..config.model import Action, Gate, Step
+from ..round.verdict import judge_equals, judge_json
 from ..trace import Gate as GateEvent
 from ..trace import Judgement
 from .context import Executor
-from .judging import judge_equals, judge_json
 from .sources import join_survivors, resolve_source
 from .state import NodeCtx
 from .writes import PlannedWrite, schema_matched_value

@@ -16,9 +16,9 @@ from typing import Any
 from ..config.model import Target
 from ..errors import LadrError
 from ..jsonx import extract
+from ..round.verdict import judge_json
 from ..slate import value_matches_type
 from ..trace import Judgement
-from .judging import judge_json
 from .state import Survivors
 
 
