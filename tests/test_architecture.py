@@ -200,7 +200,8 @@ def test_import_ladr_lab_loads_no_heavy_package():
 
 @pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models", "ladr_lab.round",
                                   "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
-                                  "ladr_lab.server", "ladr_lab.evaluation"])
+                                  "ladr_lab.server", "ladr_lab.evaluation", "ladr_lab.trace", "ladr_lab.widgets",
+                                  "ladr_lab.display"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)
     names = list(mod.__all__)
