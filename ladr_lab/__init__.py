@@ -25,7 +25,7 @@ from .analysis import (
 )
 from .config import Ladder, WatchedLadder, iter_problems, load_ladder, load_ladder_text, watch
 from .cost import cost_report
-from .engine import FORCED_FINAL_LINE, CallRequest, Run, RunResult, run_ladder
+from .engine import CallRequest, Run, RunResult, run_ladder
 from .errors import (
     BudgetExhausted,
     ConfigError,
@@ -54,6 +54,7 @@ from .models import (
     ScriptedModel,
     get_model,
 )
+from .round import FORCED_FINAL_LINE
 from .search import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
 from .server import RetrieveError
 from .slate import FolderSpec, SlateStore

@@ -32,7 +32,8 @@ aborted run is a LadrError like every other ending, and run_end's `error_type` s
 therefore drawn here but not re-exported.
 
 The exceptions that are not LadrErrors are internal and never reach a user:
-`config.validators.PatternTimeout` (a slow `pattern:` is taken as not matching), `engine.writes._Skip` (the
+`round.validators.PatternTimeout` (a slow `pattern:` is taken as not matching),
+`round.validators.UnresolvableRef` (config reports it as the rule `schema-ref`), `engine.writes._Skip` (the
 write is recorded as skipped), `server.protocol._NoSuchMethod` (answered as a JSON-RPC error) and
 `cli.printer.OutputClosed` (a BaseException: a closed pipe ends the CLI quietly).
 """

@@ -17,12 +17,16 @@ PKG = Path(__file__).resolve().parents[1] / "ladr_lab"
 LAYERS = {
     "errors": 0,
     "jsonx": 1, "slate": 1, "display": 1,
-    "config": 2, "models": 2, "trace": 2,
+    "round": 2, "config": 2, "models": 2, "trace": 2,
     "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch")
-HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}}
+HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"}}
+# jsonschema's own packages, imported with it: routed through the same single owner
+HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
+# within a layer, packages that stand below their neighbours: what they may import of ladr_lab
+BELOW_THEIR_LAYER = {"round": {"errors", "jsonx", "display", "slate"}}
 
 
 def _modules():
@@ -151,6 +155,8 @@ def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
     for rel, tree in _modules():
         top_level = _module_level(tree)
         for (kind, target), node in _imports(rel, tree):
+            if kind == "ext" and target in HEAVY_COMPANIONS:
+                target = HEAVY_COMPANIONS[target]
             if kind == "ext" and target in HEAVY:
                 if id(node) in top_level:
                     problems.append(f"{rel}:{node.lineno} imports {target} at module level")
@@ -160,6 +166,31 @@ def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
     assert problems == []
 
 
+def test_a_package_below_its_layer_imports_only_the_floors_beneath():
+    """`round` shares layer 2 with config, models and trace but stands below them: they import it, it
+    imports none of them (nor anything above), so the import goes one way."""
+    problems = []
+    for rel, tree in _modules():
+        me = _top(rel)
+        allowed = BELOW_THEIR_LAYER.get(me)
+        if allowed is None:
+            continue
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ladr_lab" and target not in (me, None) and target not in allowed:
+                problems.append(f"{rel}:{node.lineno} imports {target}; {me} may import only {sorted(allowed)}")
+    assert problems == []
+
+
+def test_jsonschema_has_one_importer_round():
+    """Every import of jsonschema (and of referencing, jsonschema_specifications) in ladr_lab is in `round`."""
+    importers = set()
+    for rel, tree in _modules():
+        for (kind, target), _node in _imports(rel, tree):
+            if kind == "ext" and HEAVY_COMPANIONS.get(target, target) == "jsonschema":
+                importers.add(_top(rel))
+    assert importers == {"round"}
+
+
 def test_import_ladr_lab_loads_no_heavy_package():
     code = f"import sys, ladr_lab; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -167,9 +198,10 @@ def test_import_ladr_lab_loads_no_heavy_package():
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models",
+@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models", "ladr_lab.round",
                                   "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
-                                  "ladr_lab.server", "ladr_lab.evaluation"])
+                                  "ladr_lab.server", "ladr_lab.evaluation", "ladr_lab.trace", "ladr_lab.widgets",
+                                  "ladr_lab.display"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)
     names = list(mod.__all__)

@@ -18,7 +18,8 @@ PKG = Path(ladr_lab.__file__).resolve().parent
 # defined under ladr_lab, but never reaching a user: name -> why
 INTERNAL = {
     "Abort": "engine control flow: Run catches it, and the run ends with status 'aborted'",
-    "PatternTimeout": "caught in config.validators: a slow pattern is taken as not matching",
+    "PatternTimeout": "caught in round.validators: a slow pattern is taken as not matching",
+    "UnresolvableRef": "caught in config.schemas: reported as the config rule schema-ref",
     "_Skip": "caught in engine.writes: the write is recorded as skipped",
     "_NoSuchMethod": "caught in server.protocol: answered as a JSON-RPC error",
     "OutputClosed": "caught by the CLI's main: a closed pipe ends it quietly",

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
+from ..round.validators import dialect, metaschema_contents, metaschema_validator
 from .rules import Site, problem, rule, suggest
 from .schemas import parse_schema
 
@@ -25,16 +26,10 @@ _LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
 
 
-def _validator_class(schema: dict):
-    from jsonschema.validators import validator_for
-    return validator_for(schema, default=validator_for({}))
-
-
 @lru_cache(maxsize=16)
 def _keywords_of(cls) -> frozenset[str]:
     from urllib.parse import urljoin
 
-    from jsonschema_specifications import REGISTRY
     meta = cls.META_SCHEMA
     base = meta.get("$id") or meta.get("id") or ""
     known = set(cls.VALIDATORS)
@@ -48,7 +43,7 @@ def _keywords_of(cls) -> frozenset[str]:
             if uri and uri not in seen:
                 seen.add(uri)
                 try:
-                    todo.append(REGISTRY.contents(uri))
+                    todo.append(metaschema_contents(uri))
                 except Exception:  # a vocabulary the registry lacks: its keywords are simply not known
                     pass
     return frozenset(known)
@@ -56,7 +51,7 @@ def _keywords_of(cls) -> frozenset[str]:
 
 def dialect_keywords(schema: dict) -> frozenset[str]:
     """Every keyword the schema's dialect knows (its `$schema`, or the latest draft when it has none)."""
-    return _keywords_of(_validator_class(schema))
+    return _keywords_of(dialect(schema))
 
 
 def iter_unknown_keywords(schema: Any, known: frozenset[str] | None = None) -> Iterator[tuple[tuple, str, str | None]]:
@@ -122,11 +117,10 @@ def schema_ok(schema: dict) -> bool:
     a schema editor's next keystroke changes one subschema, so only that one is checked again (the
     2020-12 metaschema costs milliseconds per whole schema). False means: ask `metaschema_errors` why."""
     import json
-    cls = _validator_class(schema)
+    cls = dialect(schema)
     meta = _META.get(cls)
     if meta is None:
-        from jsonschema import FormatChecker
-        meta = _META[cls] = cls(cls.META_SCHEMA, format_checker=FormatChecker(formats=("regex",)))
+        meta = _META[cls] = metaschema_validator(cls)
     if "$schema" in schema and not isinstance(schema["$schema"], str):
         return False
     for stub in _stubs(schema):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..round.vocabulary import MODES
 from .events import (
     Call,
     Event,
@@ -41,7 +42,6 @@ __all__ = [
     "RoundStory", "StartStory", "StepStory", "Story", "VerdictStory", "WriteStory", "describe", "round_tag",
 ]
 
-MODE_ORDER = ("files", "subfolders", "metatag", "glob", "similarTo")
 OUTPUT_CLIP = 600          # characters of an output the text form prints (as `ladr-lab run` always has)
 
 
@@ -447,8 +447,8 @@ def _label(step: str, node: int | None = None, round: int | None = None, iterati
 def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:
     if not isinstance(req, dict):
         return ()
-    known = [(m, req[m]) for m in MODE_ORDER if m in req]
-    return tuple(known + [(k, v) for k, v in req.items() if k not in MODE_ORDER and k != "topK"])
+    known = [(m, req[m]) for m in MODES if m in req]
+    return tuple(known + [(k, v) for k, v in req.items() if k not in MODES and k != "topK"])
 
 
 def describe(e: Event, iteration: int | None = None) -> Story:
