@@ -32,7 +32,6 @@ from ..errors import (
     short_repr,
 )
 from ..models import Completion, Model, Recording, get_model
-from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
 from ..trace import Events, InternalFailure, LlmCall, RunEnd, RunStart, StepStart, Trace
 from .calls import CallGen, CallRequest
@@ -207,8 +206,7 @@ class Run(Displayable):
                 self._deliver(req, self._execute(req))
             else:
                 text = str(output)
-                self._deliver(req, Completion(text, estimate_message_tokens(req.messages), estimate_tokens(text),
-                                              model="edited", provenance="edited"))
+                self._deliver(req, Completion.of_text(text, req.messages, model="edited", provenance="edited"))
         return Events(self.trace.events[mark:])
 
     def _choose(self, node: int | None) -> CallRequest:

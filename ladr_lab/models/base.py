@@ -33,6 +33,12 @@ class Completion:
     model: str = ""
     provenance: str = "live"
 
+    @classmethod
+    def of_text(cls, text: str, messages: list[dict], *, model: str = "", provenance: str = "live") -> Completion:
+        """A completion whose token counts are estimated from its prompt and its text (no cost, no latency)."""
+        return cls(text=text, tokens_in=estimate_message_tokens(messages), tokens_out=estimate_tokens(text),
+                   model=model, provenance=provenance)
+
 
 @dataclass(frozen=True)
 class CallInfo:

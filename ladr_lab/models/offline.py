@@ -61,8 +61,6 @@ from ._schema import Material, build_instance, enum_values, is_valid, properties
 from .base import (
     CallInfo,
     Completion,
-    estimate_message_tokens,
-    estimate_tokens,
     system_text,
     user_text,
 )
@@ -91,13 +89,7 @@ class OfflineModel:
         text = self.respond(messages, request_match=c.request_match, retrieve_as=c.retrieve_as,
                             output_schema=c.output_schema, equals=c.equals, forced_final=c.forced_final,
                             node=c.node, nodes=c.nodes)
-        return Completion(
-            text=text,
-            tokens_in=estimate_message_tokens(messages),
-            tokens_out=estimate_tokens(text),
-            model=self.name,
-            provenance="offline",
-        )
+        return Completion.of_text(text, messages, model=self.name, provenance="offline")
 
     def respond(
         self,

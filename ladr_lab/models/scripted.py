@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ladr_lab.errors import ModelError, ScriptExhausted
-from ladr_lab.models.base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
+from ladr_lab.models.base import CallInfo, Completion
 
 __all__ = ["ScriptedModel"]
 
@@ -163,13 +163,7 @@ class ScriptedModel:
         text = _render(out)
         if isinstance(text, Completion):
             return self._completion(messages, text)
-        return Completion(
-            text=text,
-            tokens_in=estimate_message_tokens(messages),
-            tokens_out=estimate_tokens(text),
-            model=self.name,
-            provenance="scripted",
-        )
+        return Completion.of_text(text, messages, model=self.name, provenance="scripted")
 
     def __repr__(self) -> str:
         if self._handler is not None:

@@ -131,3 +131,12 @@ def test_replay_does_not_import_the_registry():
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not any(name and name.split(".")[-1] == "registry" for name in imported), imported
+
+
+def test_completion_of_text_estimates_both_token_counts():
+    from ladr_lab.models.base import Completion, estimate_message_tokens, estimate_tokens
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Question:\nwhy " * 20}]
+    c = Completion.of_text("because " * 30, messages, model="m", provenance="scripted")
+    assert (c.tokens_in, c.tokens_out) == (estimate_message_tokens(messages), estimate_tokens("because " * 30))
+    assert c.tokens_in > 20 and c.tokens_out > 20
+    assert (c.model, c.provenance, c.cost, c.latency) == ("m", "scripted", 0.0, 0.0)
