@@ -6,7 +6,7 @@ its metaschema (each error at the line of the offending part), checked for keywo
 (`requried`), and every recorded output of the step (in one trace, several, or a whole evaluation) is judged
 again with `rejudge` (no model call). Each flip is listed with the deciding keyword and its schema and instance
 paths, and what it would change downstream. Lint's findings for the step are shown for the edited ladder.
-`apply()` returns the edited Ladder (its YAML rewritten in place, see `analysis/rewrite.py`) and `to_yaml()`
+`apply()` returns the edited Ladder (its YAML rewritten in place, see `config/rewrite.py`) and `to_yaml()`
 its text; the Apply button warns when the edit also changes other steps (a schema shared through a YAML
 anchor) or when the ladder had to be written out again, losing its comments (`editor.rewrite.warnings`).
 """
@@ -20,8 +20,15 @@ from typing import Any
 from ..analysis import Evaluation, lint, load_evaluation, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
-from ..analysis.rewrite import TEST_KEYS, SchemaRewrite, rewrite_schema, schema_text, to_yaml_text
 from ..config import Ladder, load_ladder
+from ..config.rewrite import (
+    TEST_KEYS,
+    SchemaRewrite,
+    current_schema,
+    rewrite_schema,
+    schema_text,
+    to_yaml_text,
+)
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
 from ..trace import Trace
@@ -88,8 +95,7 @@ class RequestMatchEditor(View):
         if test not in TEST_KEYS:
             raise ValueError(f"test must be one of {', '.join(TEST_KEYS)} (got {test!r})")
         self.original_text = schema_text(self.ladder, step, test)      # ConfigError when the step has none
-        from ..analysis.rewrite import _current
-        self.original: dict = _current(self.ladder.step(step), test)
+        self.original: dict = current_schema(self.ladder.step(step), test)
         self.traces = _traces(trace, evaluation)
         recorded = sum(len(t.calls()) for _, t in self.traces)
         # re-judging costs about what validating each recorded output costs (jsonschema: ~0.1 ms each): with many,
