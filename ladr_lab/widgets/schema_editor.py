@@ -45,13 +45,9 @@ def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
     out: list[tuple[str, Trace]] = []
     items = trace if isinstance(trace, (list, tuple)) else ([] if trace is None else [trace])
     for i, t in enumerate(items, 1):
-        if isinstance(t, Trace):
-            out.append((f"trace {i}" if len(items) > 1 else "trace", t))
-        elif isinstance(getattr(t, "trace", None), Trace):
-            out.append((f"run {i}" if len(items) > 1 else "run", t.trace))
-        else:
-            from ..analysis.positions import as_trace
-            out.append((str(t), as_trace(t)))
+        kind = "trace" if isinstance(t, Trace) else "run" if isinstance(getattr(t, "trace", None), Trace) else None
+        label = str(t) if kind is None else f"{kind} {i}" if len(items) > 1 else kind
+        out.append((label, Trace.of(t)))
     if evaluation is not None:
         ev = evaluation if isinstance(evaluation, Evaluation) else load_evaluation(evaluation)
         out += [(f"row {rid}", t) for rid, t in ev.traces()]
