@@ -27,6 +27,8 @@ _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "de
 
 def _validator_class(schema: dict):
     from jsonschema.validators import validator_for
+    if not isinstance(schema.get("$schema", ""), str):      # not a URI: checked as the latest draft (and refused)
+        return validator_for({})
     return validator_for(schema, default=validator_for({}))
 
 
@@ -122,13 +124,13 @@ def schema_ok(schema: dict) -> bool:
     a schema editor's next keystroke changes one subschema, so only that one is checked again (the
     2020-12 metaschema costs milliseconds per whole schema). False means: ask `metaschema_errors` why."""
     import json
+    if "$schema" in schema and not isinstance(schema["$schema"], str):
+        return False                     # before validator_for, which cannot read a URI that is not a string
     cls = _validator_class(schema)
     meta = _META.get(cls)
     if meta is None:
         from jsonschema import FormatChecker
         meta = _META[cls] = cls(cls.META_SCHEMA, format_checker=FormatChecker(formats=("regex",)))
-    if "$schema" in schema and not isinstance(schema["$schema"], str):
-        return False
     for stub in _stubs(schema):
         key = (cls, json.dumps(stub, sort_keys=True, default=repr))
         ok = _STUB_OK.get(key)

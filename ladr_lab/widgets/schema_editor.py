@@ -20,7 +20,7 @@ from typing import Any
 from ..analysis import Evaluation, lint, load_evaluation, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
-from ..config import Ladder, load_ladder
+from ..config import Ladder, iter_schema_problems, load_ladder
 from ..config.rewrite import (
     TEST_KEYS,
     SchemaRewrite,
@@ -29,6 +29,7 @@ from ..config.rewrite import (
     schema_text,
     to_yaml_text,
 )
+from ..config.standalone import read_schema
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
 from ..trace import Trace
@@ -54,21 +55,9 @@ def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
     return out
 
 
-def _value_at(value: Any, path: tuple) -> Any:
-    """The part of `value` at `path` (None when there is none)."""
-    for part in path:
-        try:
-            value = value[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return value
-
-
-def _line_of(positions: Any, path: tuple, *, key: bool = False) -> int | None:
-    if positions is None:
-        return None
-    lc = positions.of(tuple(path), key=key)
-    return None if lc is None else lc[0]
+def _said(problem: ConfigError) -> str:
+    """A problem as the editor lists it: `line N: message`."""
+    return (f"line {problem.line}: " if problem.line else "") + problem.message
 
 
 class RequestMatchEditor(View):
@@ -155,43 +144,13 @@ class RequestMatchEditor(View):
     # ---- parsing and checking ------------------------------------------------------------------------
     def _parse(self, text: str, fmt: str | None = None) -> tuple[Any, Any, list[str]]:
         """(value, positions, syntax errors) of `text` read as `fmt` (default: the format chosen)."""
-        from ..config.reader import load_yaml
-        fmt = fmt or self.format.value
-        if fmt == "JSON":
-            try:
-                value = json.loads(text)
-            except ValueError as exc:
-                line = getattr(exc, "lineno", None)
-                return None, None, [f"line {line}: not JSON: {getattr(exc, 'msg', exc)}" if line else f"not JSON: {exc}"]
-        try:
-            value, pos = load_yaml(text)
-        except ConfigError as exc:
-            if fmt == "JSON":
-                return value, None, []
-            return None, None, [(f"line {exc.line}: " if exc.line else "") + exc.message]
-        return value, pos, []
+        value, pos, error = read_schema(text, fmt or self.format.value)
+        return value, pos, [] if error is None else [_said(error)]
 
     def _check(self, value: Any, pos: Any) -> list[str]:
-        from ..config.keywords import iter_unknown_keywords, schema_ok
-        from ..config.schemas import TYPE_NAMES, metaschema_errors, type_suggestion
-        if not isinstance(value, dict) or not value:
-            return ["the schema must be a non-empty mapping (a JSON Schema object)"]
-        problems = [] if schema_ok(value) else list(metaschema_errors(value))
-        errors = []
-        for path, message in problems:
-            line = _line_of(pos, tuple(path))
-            hint = type_suggestion(value, tuple(path))
-            if hint or (path and path[-1] == "type"):
-                message = f"{_value_at(value, path)!r} is not a JSON Schema type ({', '.join(TYPE_NAMES)})" \
-                    + (f'; did you mean "{hint}"?' if hint else "")
-            errors.append((f"line {line}: " if line else "") + f"{message}"
-                          + (f" (at {'/'.join(map(str, path))})" if path else ""))
-        self.warnings = []
-        for path, key, hint in iter_unknown_keywords(value):
-            line = _line_of(pos, tuple(path), key=True)
-            self.warnings.append((f"line {line}: " if line else "") + f'unknown keyword "{key}"'
-                                 + (f' (did you mean "{hint}"?)' if hint else "") + " — JSON Schema ignores it")
-        return errors
+        problems = list(iter_schema_problems(value, positions=pos))
+        self.warnings = [_said(p) for p in problems if p.severity != "error"]
+        return [_said(p) for p in problems if p.severity == "error"]
 
     # ---- the live part -------------------------------------------------------------------------------
     def _changed(self) -> None:
