@@ -2,10 +2,11 @@
 would flip.
 
 On every change of the text: it is parsed (a YAML or JSON syntax error is shown at its line), checked against
-its metaschema (each error at the line of the offending part), checked for keywords its dialect does not know
-(`requried`), and every recorded output of the step (in one trace, several, or a whole evaluation) is judged
-again with `rejudge` (no model call). Each flip is listed with the deciding keyword and its schema and instance
-paths, and what it would change downstream. Lint's findings for the step are shown for the edited ladder.
+its metaschema (each error at the line of the offending part) and for `$ref`s that do not resolve, checked for
+keywords its dialect does not know (`requried`), all by `config.iter_schema_problems`; then every recorded
+output of the step (in one trace, several, or a whole evaluation) is judged again with `rejudge` (no model call).
+Each flip is listed with the deciding keyword and its schema and instance paths, and what it would change
+downstream. Lint's findings for the step are shown for the edited ladder.
 `apply()` returns the edited Ladder (its YAML rewritten in place, see `config/rewrite.py`) and `to_yaml()`
 its text; the Apply button warns when the edit also changes other steps (a schema shared through a YAML
 anchor) or when the ladder had to be written out again, losing its comments (`editor.rewrite.warnings`).
