@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ladr_lab.analysis import rejudge, rejudge_rows  # noqa: E402
-from ladr_lab.engine.judging import judge, validator  # noqa: E402
 from ladr_lab.jsonx import extract  # noqa: E402
+from ladr_lab.round.verdict import judge, validator  # noqa: E402
 from ladr_lab.trace import LlmCall, StepEnd, StepStart, Trace  # noqa: E402
 
 SCHEMA = {

@@ -11,23 +11,21 @@ interactive views, `%load_ext ladr_lab` the `%%ladder NAME` cell magic, and `lad
 ladder file when it changes. Heavy dependencies (litellm, pandas, ipywidgets, numpy) are imported only where used.
 """
 from .analysis import (
-    Evaluation,
     Finding,
     LintReport,
+    NoStepsInCommon,
     RunDiff,
     SectionDiff,
     diff_prompts,
     diff_runs,
-    evaluate,
     lint,
-    load_evaluation,
     rejudge,
     rejudge_rows,
     round_diff,
 )
 from .config import Ladder, WatchedLadder, iter_problems, load_ladder, load_ladder_text, watch
 from .cost import cost_report
-from .engine import FORCED_FINAL_LINE, CallRequest, Run, RunResult, run_ladder
+from .engine import CallRequest, Run, RunResult, run_ladder
 from .errors import (
     BudgetExhausted,
     ConfigError,
@@ -43,6 +41,7 @@ from .errors import (
     SourceResolutionError,
     TraceError,
 )
+from .evaluation import Evaluation, evaluate, load_evaluation
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (
     CallInfo,
@@ -50,10 +49,14 @@ from .models import (
     LiteLLMModel,
     Model,
     OfflineModel,
+    ReplayDivergence,
     ReplayModel,
     ScriptedModel,
     get_model,
 )
+from .round import FORCED_FINAL_LINE
+from .search import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from .server import RetrieveError
 from .slate import FolderSpec, SlateStore
 from .trace import Event, Trace, load_trace
 
@@ -78,6 +81,7 @@ __all__ = [
     "FORCED_FINAL_LINE",
     "Finding",
     "FolderSpec",
+    "InvalidRequestParams",
     "Ladder",
     "LadrError",
     "LintReport",
@@ -85,10 +89,14 @@ __all__ = [
     "Model",
     "ModelError",
     "NO_JSON",
+    "NoStepsInCommon",
     "NodeDependencyError",
     "OfflineModel",
+    "OptionUnsupported",
     "PathRefused",
+    "ReplayDivergence",
     "ReplayModel",
+    "RetrieveError",
     "Run",
     "RunArgumentError",
     "RunDiff",
@@ -96,9 +104,11 @@ __all__ = [
     "RunResult",
     "ScriptExhausted",
     "ScriptedModel",
+    "SearchError",
     "SectionDiff",
     "SlateError",
     "SlateStore",
+    "SnapshotGone",
     "SourceResolutionError",
     "Trace",
     "TraceError",

@@ -1,18 +1,41 @@
 """The error tree of ladr_lab: every error a user can meet is a LadrError.
 
     LadrError
-    ├── ConfigError (also ValueError)       a ladder document is wrong; names step, field, YAML line
-    │   └── ConfigErrors                    several ConfigErrors reported at once
-    ├── SlateError                          a slate operation failed (bad path, unreadable metatags)
-    │   └── PathRefused                     a path would leave the slate folder, or is hidden
-    ├── TraceError                          a trace file cannot be read (missing, not JSONL)
-    ├── ModelError                          a model could not answer
-    │   └── ScriptExhausted                 a scripted model ran out of outputs for a key
-    └── RunError                            the runtime could not continue a run
-        ├── RunArgumentError (also ValueError)  an argument of Run() it cannot take (max_fetch_chars=-1)
-        ├── BudgetExhausted                 executionBudget.maxLlmCalls or maxSteps reached
-        ├── NodeDependencyError             a step depends on a step that had zero survivors
-        └── SourceResolutionError           a `from:` source could not be resolved at run time
+    ├── ConfigError (also ValueError)        a ladder document is wrong; names step, field, YAML line
+    │   └── ConfigErrors                     several ConfigErrors reported at once
+    ├── SlateError                           a slate operation failed (bad path, unreadable metatags)
+    │   └── PathRefused                      a path would leave the slate folder, or is hidden
+    ├── TraceError                           a trace file cannot be read (missing, not JSONL)
+    ├── ModelError                           a model could not answer
+    │   ├── ScriptExhausted                  a scripted model ran out of outputs for a key
+    │   └── ReplayDivergence [models/replay.py]      a replayed run stopped matching its recording
+    ├── RunError                             the runtime could not continue a run
+    │   ├── RunArgumentError (also ValueError)  an argument of Run() it cannot take (max_fetch_chars=-1)
+    │   ├── BudgetExhausted                  executionBudget.maxLlmCalls or maxSteps reached
+    │   ├── NodeDependencyError              a step depends on a step that had zero survivors
+    │   ├── SourceResolutionError            a `from:` source could not be resolved at run time
+    │   └── Abort [engine/steps.py]          internal: a gate said abort (below)
+    ├── NoStepsInCommon [analysis/rejudge.py]    rejudge: the edited ladder has none of the trace's steps
+    ├── SearchError [search/errors.py]       a retrieval request could not be served; `data` says more
+    │   ├── InvalidRequestParams [search/errors.py]  a parameter is missing, mistyped or out of range
+    │   ├── OptionUnsupported [search/errors.py]     an option the engine lacks, asked with strict: true
+    │   └── SnapshotGone [search/errors.py]          the pinned indexVersion is no longer kept
+    └── RetrieveError [server/client.py]     the retrieval server answered an error (`code`), or is gone
+
+A class marked [module] lives in that module (the package that raises it owns it); the others live here.
+Every one of them except Abort is re-exported as `ladr_lab.<Name>`, so `except ladr_lab.SearchError` works.
+
+Abort is the engine's control flow, not an error a user catches: a gate's `abort` raises it and `Run` (or
+the parent of a `call` step) catches it, so it never leaves `Run`; the run ends with status "aborted".
+It stays a RunError because that is what it is when the run is read afterwards: `run.exception` of an
+aborted run is a LadrError like every other ending, and run_end's `error_type` says "Abort". It is
+therefore drawn here but not re-exported.
+
+The exceptions that are not LadrErrors are internal and never reach a user:
+`round.validators.PatternTimeout` (a slow `pattern:` is taken as not matching),
+`round.validators.UnresolvableRef` (config reports it as the rule `schema-ref`), `engine.writes._Skip` (the
+write is recorded as skipped), `server.protocol._NoSuchMethod` (answered as a JSON-RPC error) and
+`cli.printer.OutputClosed` (a BaseException: a closed pipe ends the CLI quietly).
 """
 from __future__ import annotations
 

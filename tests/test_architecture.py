@@ -17,12 +17,16 @@ PKG = Path(__file__).resolve().parents[1] / "ladr_lab"
 LAYERS = {
     "errors": 0,
     "jsonx": 1, "slate": 1, "display": 1,
-    "config": 2, "models": 2, "trace": 2,
-    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3,
+    "round": 2, "config": 2, "models": 2, "trace": 2,
+    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch")
-HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}}
+HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"}}
+# jsonschema's own packages, imported with it: routed through the same single owner
+HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
+# within a layer, packages that stand below their neighbours: what they may import of ladr_lab
+BELOW_THEIR_LAYER = {"round": {"errors", "jsonx", "display", "slate"}}
 
 
 def _modules():
@@ -86,11 +90,73 @@ def test_layers_only_look_down():
     assert problems == []
 
 
+def _package_graph() -> dict[str, set[str]]:
+    """ladr_lab package -> the ladr_lab packages it imports, module-level and lazy imports alike."""
+    graph: dict[str, set[str]] = {}
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), _node in _imports(rel, tree):
+            if kind == "ladr_lab" and target and target != me and target in LAYERS:
+                graph.setdefault(me, set()).add(target)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path (first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state and (found := visit(m)):
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def test_packages_import_each_other_only_one_way_round():
+    """Packages of one layer may import each other, but only one way round: the package graph, lazy
+    imports included, has no cycle (docs/ARCHITECTURE.md)."""
+    assert _cycle(_package_graph()) is None, " -> ".join(_cycle(_package_graph()) or [])
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "d": {"a", "c"}}) is None
+
+
+def test_evaluation_sits_above_its_layer_siblings():
+    """evaluation drives the executor and re-judges with analysis; neither they nor any other package of its
+    layer or below imports it back (even inside a function)."""
+    uses, problems = set(), []
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ladr_lab" and me == "evaluation" and target != me:
+                uses.add(target)
+            if kind == "ladr_lab" and target == "evaluation" and me != target and LAYERS[me] <= LAYERS[target]:
+                problems.append(f"{rel}:{node.lineno} imports evaluation")
+    assert {"engine", "analysis"} <= uses
+    assert problems == []
+
+
 def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
     problems = []
     for rel, tree in _modules():
         top_level = _module_level(tree)
         for (kind, target), node in _imports(rel, tree):
+            if kind == "ext" and target in HEAVY_COMPANIONS:
+                target = HEAVY_COMPANIONS[target]
             if kind == "ext" and target in HEAVY:
                 if id(node) in top_level:
                     problems.append(f"{rel}:{node.lineno} imports {target} at module level")
@@ -100,6 +166,31 @@ def test_heavy_packages_are_imported_only_inside_functions_and_by_their_owner():
     assert problems == []
 
 
+def test_a_package_below_its_layer_imports_only_the_floors_beneath():
+    """`round` shares layer 2 with config, models and trace but stands below them: they import it, it
+    imports none of them (nor anything above), so the import goes one way."""
+    problems = []
+    for rel, tree in _modules():
+        me = _top(rel)
+        allowed = BELOW_THEIR_LAYER.get(me)
+        if allowed is None:
+            continue
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ladr_lab" and target not in (me, None) and target not in allowed:
+                problems.append(f"{rel}:{node.lineno} imports {target}; {me} may import only {sorted(allowed)}")
+    assert problems == []
+
+
+def test_jsonschema_has_one_importer_round():
+    """Every import of jsonschema (and of referencing, jsonschema_specifications) in ladr_lab is in `round`."""
+    importers = set()
+    for rel, tree in _modules():
+        for (kind, target), _node in _imports(rel, tree):
+            if kind == "ext" and HEAVY_COMPANIONS.get(target, target) == "jsonschema":
+                importers.add(_top(rel))
+    assert importers == {"round"}
+
+
 def test_import_ladr_lab_loads_no_heavy_package():
     code = f"import sys, ladr_lab; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -107,9 +198,10 @@ def test_import_ladr_lab_loads_no_heavy_package():
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models",
+@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models", "ladr_lab.round",
                                   "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
-                                  "ladr_lab.server"])
+                                  "ladr_lab.server", "ladr_lab.evaluation", "ladr_lab.trace", "ladr_lab.widgets",
+                                  "ladr_lab.display"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)
     names = list(mod.__all__)

@@ -93,7 +93,8 @@ def _tests_of(step_id: str, value: Any) -> dict[str, Any]:
             continue
         if isinstance(schema, str):
             tests[test] = schema = _read(step_id, schema)
-        for problem in iter_schema_problems(schema):
+        # a $ref that does not resolve is left to the verdict, which says so as the engine's judge does
+        for problem in iter_schema_problems(schema, refs=False):
             if problem.severity == "error":
                 raise _given(step_id, test, problem)
     return tests
@@ -113,8 +114,6 @@ def _given(step_id: str, test: str, problem: ConfigError) -> ConfigError:
         said = "must be a non-empty JSON Schema"
     elif problem.rule == "schema-json":
         said = f"is {problem.message}" + (f": line {problem.line} column {problem.column}" if problem.line else "")
-    elif problem.rule == "schema-ref":
-        said = f"is not usable: {problem.message}"
     else:
         said = f"is not a valid JSON Schema: {problem.message}"
     return ConfigError(f"the {test} given for step {step_id!r} {said}", step_id=step_id, path=problem.path,

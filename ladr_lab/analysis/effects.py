@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Action, Ladder
-from ..engine.judging import judge_equals, judge_json
 from ..engine.retrieve import Limits, fetch
+from ..round.verdict import judge_equals, judge_json
 
 UNKNOWN = "unknown"
 

@@ -1,18 +1,17 @@
-"""Static views of analysis results: a `LintReport` (findings with evidence and fixes), a `RunDiff` (totals,
-the first divergence, the aligned rows that differ) and an `Evaluation` (counts and the results table).
+"""Static views of analysis results: a `LintReport` (findings with evidence and fixes) and a `RunDiff` (totals,
+the first divergence, the aligned rows that differ).
 
-Tables are bounded (`ROWS` rows; the rest counted): the widgets (`DiffView`, `EvaluationView`) page through all.
+Tables are bounded (`ROWS` rows; the rest counted): the widget (`DiffView`) pages through all.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..display import (
     Html,
     badge,
     concat,
     details,
-    fmt_cost,
     join,
     kv_table,
     note,
@@ -25,11 +24,9 @@ from ..display import (
 
 if TYPE_CHECKING:
     from .diff import RunDiff
-    from .evaluation import Evaluation
     from .lint import Finding, LintReport
 
-__all__ = ["ROWS", "diff_html", "diff_rows_html", "evaluation_html", "evaluation_rows_html", "finding_html",
-           "lint_html", "where_label"]
+__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "lint_html", "where_label"]
 
 ROWS = 200
 
@@ -124,33 +121,3 @@ def diff_html(d: RunDiff, max_rows: int = ROWS) -> str:
     else:
         body.append(tag("div", note(f"{len(differing):,} of {len(d.rows):,} aligned rows differ")))
     return root(*body, cls="ladr-diff", title="Run diff")
-
-
-def _cell(v: Any, n: int = 160) -> str:
-    text = "" if v is None else str(v)
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def evaluation_rows_html(rows: list[dict], start: int = 0, count: int = ROWS) -> Html:
-    """Evaluation rows as a table: row id, inputs, status, calls, tokens, cost, output and error."""
-    shown = rows[start:start + count]
-    inputs = sorted({k for r in shown for k in r if k.startswith("input.")})
-    cells = [[str(r.get("row")), *[_cell(r.get(k), 80) for k in inputs], badge(str(r.get("status"))),
-              str(r.get("llm_calls", "")), f"{(r.get('tokens_in') or 0) + (r.get('tokens_out') or 0):,}",
-              fmt_cost(r.get("cost")), _cell(r.get("output")), _cell(r.get("error"))] for r in shown]
-    out = table(["row", *inputs, "status", "calls", "tokens", "cost", "output", "error"], cells,
-                cls="ladr-eval-rows")
-    rest = len(rows) - start - len(shown)
-    return concat(out, note(f"… {rest:,} more rows") if rest > 0 else None)
-
-
-def evaluation_html(ev: Evaluation, max_rows: int = ROWS) -> str:
-    """An evaluation: rows by status, where its files are, and (the first `max_rows` rows of) the results."""
-    counts = ev.counts()
-    head = join((concat(badge(s), f" {n}") for s, n in sorted(counts.items())), "  ")
-    pairs = [("rows", concat(f"{len(ev.rows):,}  ", head, note("  (interrupted)") if ev.interrupted else None)),
-             ("folder", str(ev.out)),
-             ("cost", fmt_cost(sum(float(r.get("cost") or 0) for r in ev.rows)))]
-    return root(kv_table(pairs), evaluation_rows_html(ev.rows, 0, max_rows), cls="ladr-evaluation",
-                title="Evaluation")

@@ -31,9 +31,9 @@ from typing import Any
 
 from ..config.model import FieldSpec, Ladder, Step
 from ..display import Displayable
-from ..engine.judging import judge
-from ..engine.retrieve import MODES
 from ..errors import ConfigError
+from ..round.verdict import judge
+from ..round.vocabulary import MODES
 from ..trace import LlmCall, RunEnd, Trace
 from .lint_listing import hidden_listings
 from .lint_rules import FIXES, registry

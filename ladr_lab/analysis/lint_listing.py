@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..config.model import FieldSpec, Ladder, Step
-from ..engine.judging import judge
+from ..round.verdict import judge
 from ..slate.embed import Embedder
 from ..slate.folder import Folder
+from ..slate.metatags import FOLDER_LEVEL
 from ..slate.spec import FolderSpec
 
-LISTINGS = ("index", "tree")
 # the requests a model could use to browse past a listing that shows only subfolders
 BROWSE_SAMPLES = ('{"request": {"subfolders": ["x"]}}', '{"subfolders": ["x"]}',
                   '{"request": {"glob": "**/*"}}', '{"glob": "**/*"}',
@@ -50,7 +50,7 @@ def _shown_files(entries: list, prefix: str = "") -> list[str]:
 
 def _listing_fields(step: Step, slate: str, folder: str) -> list[FieldSpec]:
     return [f for f in step.fields if f.source is not None and f.source.kind == "slate"
-            and f.source.slate == slate and f.source.folder == folder and f.source.metatag in LISTINGS]
+            and f.source.slate == slate and f.source.folder == folder and f.source.metatag in FOLDER_LEVEL]
 
 
 def hidden_listings(ladder: Ladder, slates: Mapping[str, str | os.PathLike] | None = None) -> list[dict]:

@@ -21,12 +21,12 @@ from ..config.rules import RULES, Rule, Site, problem, rule, whole
 from ..config.schemas import metaschema_errors, parse_schema
 from ..config.walker import Registry
 from ..errors import ConfigError
+from ..slate.metatags import FOLDER_LEVEL
 
 MAX_ROUNDS_HIGH = 10
 # what a final answer written as JSON tends to look like; a requestMatch that accepts one of them is loose
 FINAL_LOOKING = ({"answer": "Dedup is per step."}, {"final": "Done."},
                  {"result": "Done.", "sources": ["core.md"]}, {"summary": "The findings."})
-FOLDER_LEVEL = ("index", "tree")
 
 _OWN: dict[str, list[tuple[str, Rule]]] = {}
 
@@ -62,7 +62,7 @@ def _valid_schema(raw) -> dict | None:
 
 def looseness(schema: dict) -> str | None:
     """Why a requestMatch would take a final answer for a request (None when it would not)."""
-    from ..engine.judging import validator
+    from ..round.verdict import validator
     v = validator(schema)
     if v.is_valid({}):
         why = "has no `required`" if not schema.get("required") else "accepts {}"
@@ -138,7 +138,7 @@ def _prompt_example(site: Site) -> Iterator[ConfigError]:
         return
     import json
 
-    from ..engine.judging import schema_failure
+    from ..round.verdict import schema_failure
     for example in prompt_examples(prompt):
         err = schema_failure(example, schema)
         if err is not None:

@@ -11,19 +11,19 @@ describe a path the run might no longer take: `after_flip` names that flip and t
 Fast enough for a schema editor's keystrokes: each distinct output is extracted once (and kept across
 calls, since re-judging the same trace against the next edit is the common case), each distinct JSON
 value is validated once per schema with a compiled validator, and the deciding error of a flip comes
-out of that same pass (see `_Judge` and benchmarks/rejudge.py).
+out of that same pass. The verdicts are the engine's own: `round.verdict.Judge` decides them, here only
+reported (see benchmarks/rejudge.py).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
 from ..errors import LadrError
-from ..jsonx import Extraction, extract
+from ..round.verdict import Judge
 from ..trace import Call, Gate, LlmCall, StepEnd, Trace, Write
 from .edits import Edits
 from .effects import UNKNOWN, Effect, Fetcher, after_final, describe_action
@@ -32,12 +32,6 @@ from .positions import Where, as_trace, iter_located
 COLUMNS = ("seq", "kind", "test", "step", "node", "round", "iteration", "caller", "forced", "old", "new",
            "flipped", "keyword", "schema_path", "instance_path", "message", "extraction", "form", "changed",
            "effect_kind", "effect", "fetch", "after_flip", "old_reason", "new_reason", "output")
-
-
-@lru_cache(maxsize=8192)
-def _extract(text: str) -> Extraction:
-    # re-judging the same trace against the next edit is the common case: extract each output once
-    return extract(text)
 
 
 @dataclass
@@ -83,45 +77,6 @@ def _collect(trace: Trace) -> tuple[list[_Item], dict[tuple, _Exec]]:
     return items, execs
 
 
-class _Judge:
-    """Verdicts of outputs against tests, each distinct (schema, JSON value) validated once.
-
-    An output that matched before is checked by one full pass that also yields jsonschema's best error,
-    so a flip to "no match" costs nothing more (a valid value is traversed whole by `is_valid` too); one
-    that failed before is checked by `is_valid`, which stops at the first error, and a flip to "match"
-    needs no error (its deciding keyword is the recorded one)."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[int, int], tuple[bool, Any]] = {}
-        self._keep: list = []       # keeps the schemas alive while their ids key the cache
-
-    def matches(self, test: str, arg: Any, output: str, old: bool | None = None) -> bool:
-        if test == "equals":
-            return output.strip() == str(arg).strip()
-        ext = _extract(output)
-        if not ext.found:
-            return False
-        key = (id(arg), id(ext))
-        got = self._seen.get(key)
-        if got is None:
-            from ..engine.judging import validator
-            v = validator(arg)
-            self._keep.append((arg, ext))
-            if old:
-                from jsonschema.exceptions import best_match
-                err = best_match(v.iter_errors(ext.value))
-                got = (err is None, err)
-            else:
-                got = (v.is_valid(ext.value), None)
-            self._seen[key] = got
-        return got[0]
-
-    def error(self, arg: Any, output: str):
-        """The best error found while judging `output` against `arg`, if that pass computed one."""
-        got = self._seen.get((id(arg), id(_extract(output))))
-        return got[1] if got else None
-
-
 def _old_write(e: Write) -> bool | None:
     if e.verdict is not None:
         return e.verdict.matched
@@ -140,7 +95,7 @@ def _flip_detail(row: dict, new_j, old_j) -> None:
 class _Rejudge:
     def __init__(self, edits: Edits, slates: dict | None, detail: str) -> None:
         self.edits = edits
-        self.judge = _Judge()
+        self.judge = Judge()
         self.fetcher = Fetcher(edits.ladder, dict(slates or {}))
         self.detail = detail
         self.exec_flip: dict[tuple, int] = {}
@@ -186,8 +141,7 @@ class _Rejudge:
         row["new"] = self.judge.matches("requestMatch", schema, e.output, row["old"])
         row["flipped"] = row["old"] is not None and row["new"] != row["old"]
         if row["flipped"] or self.detail == "all":
-            from ..engine.judging import judge_extraction
-            v = judge_extraction(_extract(e.output), schema, valid=row["new"], error=self.judge.error(schema, e.output))
+            v = self.judge.request(schema, e.output, valid=row["new"])
             row.update(extraction=v.judgement.extraction, form=v.judgement.form, new_reason=v.reason)
             if row["flipped"]:
                 _flip_detail(row, v.judgement, e.verdict)
@@ -285,11 +239,7 @@ class _Rejudge:
         return new == [(w.target.describe(), w.on) for w in old_action.writes]
 
     def _json_judgement(self, test: tuple[str, Any], output: str, valid: bool | None = None):
-        from ..engine.judging import judge_equals, judge_json_extraction
-        if test[0] == "equals":
-            return judge_equals(output, str(test[1]))
-        j, why, _ = judge_json_extraction(_extract(output), test[1], test[0], valid=valid,
-                                          error=self.judge.error(test[1], output))
+        j, why, _ = self.judge.json(test[0], test[1], output, valid=valid)
         return j, why
 
     def write_row(self, item: _Item) -> dict | None:
@@ -308,9 +258,7 @@ class _Rejudge:
         row["new"] = self.judge.matches("match", schema, item.output, row["old"])
         row["flipped"] = row["old"] is not None and row["new"] != row["old"]
         if row["flipped"] or self.detail == "all":
-            from ..engine.judging import judge_json_extraction
-            j, why, value = judge_json_extraction(_extract(item.output), schema, "match", valid=row["new"],
-                                                  error=self.judge.error(schema, item.output))
+            j, why, value = self.judge.json("match", schema, item.output, valid=row["new"])
             row.update(new_reason=why, extraction=j.extraction)
             if row["flipped"]:
                 _flip_detail(row, j, e.verdict)

@@ -20,7 +20,7 @@ def _model_arg(model: str | None) -> str | None:
 
 def cmd_eval(a) -> int:
     """Evaluate a ladder over an inputs file; exit 0 when every row completed, 1 otherwise, 130 if interrupted."""
-    from ..analysis import evaluate
+    from ..evaluation import evaluate
     try:
         ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,

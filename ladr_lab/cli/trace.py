@@ -19,8 +19,8 @@ def cmd_rejudge(a) -> int:
 
 
 def _rejudge(a) -> int:
-    from ..analysis import load_evaluation
     from ..analysis.rejudge import Edits, format_rows, rejudge_rows
+    from ..evaluation import load_evaluation
     edits = Edits(a.ladder)
     slates = _kv(a.slate, "--slate") or None
     target = Path(a.trace)

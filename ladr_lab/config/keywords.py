@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
+from ..round.validators import dialect, metaschema_contents, metaschema_validator
 from .rules import Site, problem, rule, suggest
 from .schemas import parse_schema
 
@@ -25,18 +26,16 @@ _LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
 
 
-def _validator_class(schema: dict):
-    from jsonschema.validators import validator_for
-    if not isinstance(schema.get("$schema", ""), str):      # not a URI: checked as the latest draft (and refused)
-        return validator_for({})
-    return validator_for(schema, default=validator_for({}))
+def _dialect(schema: dict):
+    # a `$schema` that is not a string (an error the metaschema check reports) is read as the latest draft:
+    # jsonschema's validator_for cannot look it up
+    return dialect(schema if isinstance(schema.get("$schema", ""), str) else {})
 
 
 @lru_cache(maxsize=16)
 def _keywords_of(cls) -> frozenset[str]:
     from urllib.parse import urljoin
 
-    from jsonschema_specifications import REGISTRY
     meta = cls.META_SCHEMA
     base = meta.get("$id") or meta.get("id") or ""
     known = set(cls.VALIDATORS)
@@ -50,7 +49,7 @@ def _keywords_of(cls) -> frozenset[str]:
             if uri and uri not in seen:
                 seen.add(uri)
                 try:
-                    todo.append(REGISTRY.contents(uri))
+                    todo.append(metaschema_contents(uri))
                 except Exception:  # a vocabulary the registry lacks: its keywords are simply not known
                     pass
     return frozenset(known)
@@ -58,7 +57,7 @@ def _keywords_of(cls) -> frozenset[str]:
 
 def dialect_keywords(schema: dict) -> frozenset[str]:
     """Every keyword the schema's dialect knows (its `$schema`, or the latest draft when it has none)."""
-    return _keywords_of(_validator_class(schema))
+    return _keywords_of(_dialect(schema))
 
 
 def iter_unknown_keywords(schema: Any, known: frozenset[str] | None = None) -> Iterator[tuple[tuple, str, str | None]]:
@@ -125,12 +124,11 @@ def schema_ok(schema: dict) -> bool:
     2020-12 metaschema costs milliseconds per whole schema). False means: ask `metaschema_errors` why."""
     import json
     if "$schema" in schema and not isinstance(schema["$schema"], str):
-        return False                     # before validator_for, which cannot read a URI that is not a string
-    cls = _validator_class(schema)
+        return False                     # before dialect(), which cannot read a URI that is not a string
+    cls = dialect(schema)
     meta = _META.get(cls)
     if meta is None:
-        from jsonschema import FormatChecker
-        meta = _META[cls] = cls(cls.META_SCHEMA, format_checker=FormatChecker(formats=("regex",)))
+        meta = _META[cls] = metaschema_validator(cls)
     for stub in _stubs(schema):
         key = (cls, json.dumps(stub, sort_keys=True, default=repr))
         ok = _STUB_OK.get(key)

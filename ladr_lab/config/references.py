@@ -7,11 +7,10 @@ from typing import Any
 
 from ..errors import ConfigError, short_repr, short_text
 from ..slate import SYSTEM_METATAGS
+from ..slate.metatags import FOLDER_LEVEL
 from .model import NODE_REFS
 from .rules import Doc, Site, problem, rule, suggest, typename, whole
 from .shape import unsafe_name
-
-FOLDER_LEVEL_METATAGS = ("index", "tree")
 
 
 def ref_problems(doc: Doc, what: str, raw: dict, *, reading: bool) -> list[ConfigError]:
@@ -43,7 +42,7 @@ def ref_problems(doc: Doc, what: str, raw: dict, *, reading: bool) -> list[Confi
                            rule="wrong-type"))
     if out or metatag is None:
         return out
-    if metatag in FOLDER_LEVEL_METATAGS and file is not None:
+    if metatag in FOLDER_LEVEL and file is not None:
         return [problem(f'{what} reads metatag "{metatag}" of file "{file}", but {metatag} is folder-level; '
                         "drop file:", at=("file",), rule="folder-level-metatag")]
     if metatag in SYSTEM_METATAGS:
@@ -254,4 +253,4 @@ def _jump_into_group(site: Site) -> Iterator[ConfigError]:
         yield problem(f'if.{site.branch} jumps to step "{target}" inside group "{scope.group}"; jump targets must '
                       "be top-level steps", at=("jump",))
 
-__all__ = ["FOLDER_LEVEL_METATAGS", "jump_target", "ref_problems"]
+__all__ = ["jump_target", "ref_problems"]

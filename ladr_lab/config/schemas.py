@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ConfigError
+from ..round.validators import UnresolvableRef, dialect, make_validator, metaschema_validator, ref_lookup
 from .reader import MAX_DEPTH
 from .rules import Site, problem, rule
 
@@ -95,16 +96,12 @@ def metaschema_errors(schema: dict) -> tuple[tuple[tuple, str], ...]:
 
 
 def _check_schema(schema: dict) -> tuple[tuple[tuple, str], ...]:
-    from jsonschema import FormatChecker
-    from jsonschema.validators import validator_for
     uri = schema.get("$schema")
     if "$schema" in schema and not isinstance(uri, str):
         return ((("$schema",), "$schema must be a metaschema URI (a string)"),)
-    cls = validator_for(schema, default=validator_for({}))  # an unknown $schema is checked as the latest draft
-    # "regex" is the one format a metaschema asks for that would otherwise fail only at run time (pattern)
-    checker = FormatChecker(formats=("regex",))
+    cls = dialect(schema)  # an unknown $schema is checked as the latest draft
     out: dict[tuple[tuple, str], None] = {}
-    for err in cls(cls.META_SCHEMA, format_checker=checker).iter_errors(schema):
+    for err in metaschema_validator(cls).iter_errors(schema):
         out[(tuple(err.path), err.message)] = None
     return tuple(out)
 
@@ -174,22 +171,12 @@ def _refs(value: Any, at: tuple = ()) -> Iterator[tuple[tuple, str]]:
 def reference_problems(schema: dict) -> list[tuple[tuple, str]]:
     """(path, message) for each `$ref` that does not resolve inside the schema (or to a metaschema), and for
     references that lead back to themselves without end (found by applying the schema to a few values)."""
-    from jsonschema_specifications import REGISTRY
-    from referencing import Registry
-    from referencing.exceptions import Unresolvable
-    from referencing.jsonschema import DRAFT202012, specification_with
-
-    from .validators import make_validator
-    dialect = schema.get("$schema")
-    spec = specification_with(dialect, default=DRAFT202012) if isinstance(dialect, str) else DRAFT202012
-    resource = spec.create_resource(schema)
-    base = resource.id() or "urn:ladr-lab:schema"
-    resolver = REGISTRY.combine(Registry().with_resource(base, resource)).resolver(base_uri=base)
+    lookup = ref_lookup(schema)
     out: list[tuple[tuple, str]] = []
     for path, ref in _refs(schema):
         try:
-            resolver.lookup(ref)
-        except Unresolvable:
+            lookup(ref)
+        except UnresolvableRef:
             out.append((path, f"$ref {ref!r} does not resolve inside this schema (a ladder's schemas never fetch "
                               "other documents: put the definition under $defs and refer to it as #/$defs/NAME)"))
         except Exception as exc:   # a malformed pointer or URI

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from ..display import Displayable
 from ..errors import LadrError
 from ..models import CallInfo, Completion, Model
-from ..trace import PromptSection
-from ..trace.events import split_sections
+from ..round.prompt import split_sections
+from ..round.records import PromptSection, SectionSpan, spans
 
 T = TypeVar("T")
 Answer = tuple[int, Completion | BaseException]
@@ -28,18 +28,18 @@ _ids = itertools.count(1)
 @dataclass(repr=False)
 class CallRequest(Displayable):
     """One model call the run is waiting for: who asks (`info`), the exact messages, the model, and the user
-    message's sections (`[kind, name, chars]`, as the trace records them)."""
+    message's sections (a `SectionSpan` each, which the trace records as `[kind, name, chars]`)."""
 
     id: int
     info: CallInfo
     messages: list[dict]
     model: Model
-    sections: list | None = None
+    sections: tuple[SectionSpan, ...] | None = None
 
     @classmethod
-    def new(cls, info: CallInfo, messages: list[dict], model: Model, sections: list | None = None) -> CallRequest:
+    def new(cls, info: CallInfo, messages: list[dict], model: Model, sections=None) -> CallRequest:
         """A request with a fresh id (ids grow, so the smallest pending id is the oldest call)."""
-        return cls(next(_ids), info, messages, model, [list(s) for s in sections] if sections else None)
+        return cls(next(_ids), info, messages, model, spans(sections) if sections else None)
 
     def prompt_sections(self) -> list[PromptSection]:
         """The prompt as named parts (system prompt, fields, retrieved blocks, the forced-final line)."""

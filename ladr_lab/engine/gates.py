@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from ..config.model import Action, Gate, Step
+from ..round.verdict import judge_equals, judge_json
 from ..trace import Gate as GateEvent
 from ..trace import Judgement
 from .context import Executor
-from .judging import judge_equals, judge_json
-from .sources import join_survivors, resolve_source
-from .state import NodeCtx
+from .sources import resolve_source
+from .state import NodeCtx, join_survivors
 from .writes import PlannedWrite, schema_matched_value
 
 

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field, replace
 from ..config.model import Action, Step
 from ..errors import LadrError, ModelError, RunError
 from ..models import CallInfo, Completion
-from ..trace import LlmCall, LlmError
+from ..round.prompt import FORCED_SPAN, assemble_blocks, render_block, render_field
+from ..round.records import SectionSpan
+from ..round.verdict import judge
+from ..trace import LlmCall, LlmCallFailed
 from .calls import CallGen, CallRequest
 from .context import Executor
 from .gates import decide
-from .judging import judge
 from .knowledge import request_context
-from .prompt import FORCED_FINAL_LINE, assemble_blocks, render_block, render_field
 from .retrieve import fetch
 from .sources import resolve_field
 from .state import NodeCtx, NodeOut, StepResult
@@ -28,7 +29,7 @@ class NodeOutcome:
     writes: list[PlannedWrite] = field(default_factory=list)
 
 
-def ask(x: Executor, info: CallInfo, messages: list[dict], step: Step, sections: list | None = None
+def ask(x: Executor, info: CallInfo, messages: list[dict], step: Step, sections: tuple[SectionSpan, ...] | None = None
         ) -> CallGen[Completion]:
     """Yield one model call and return its Completion; a failed call is recorded and raised."""
     x.ledger.reserve_call()
@@ -37,7 +38,7 @@ def ask(x: Executor, info: CallInfo, messages: list[dict], step: Step, sections:
     assert rid == req.id
     if isinstance(comp, BaseException):
         # a failed call is not counted as made; the trace keeps what was asked and why it failed
-        x.emit(LlmError(step=info.step, node=info.node, round=info.round, messages=messages,
+        x.emit(LlmCallFailed(step=info.step, node=info.node, round=info.round, messages=messages,
                         error=f"{type(comp).__name__}: {comp}"))
         if isinstance(comp, ModelError) and comp.call is None:
             comp.call = info
@@ -52,13 +53,13 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
     # each field and each round's retrieved block is rendered once; later rounds reuse the text
     blocks = [render_field(f.name, resolve_field(f, ctx, x.state, x.store, x.ladder.knobs, x.limits.entry_chars))
               for f in step.fields]
-    parts: list[list] = [["field", f.name, len(b)] for f, b in zip(step.fields, blocks, strict=True)]
+    parts = [SectionSpan("field", f.name, len(b)) for f, b in zip(step.fields, blocks, strict=True)]
     for source in x.knowledge.get(step.id, ()):
         # a knowledge source bound at run time: its evidence for the step's question is one more field
         episode, conversation = request_context(source, x.run_files, step.id, node, x.caller)
         evidence = source.evidence("\n\n".join(blocks), episode=episode, conversation=conversation)
         blocks.append(render_field(source.name, evidence))
-        parts.append(["knowledge", source.name, len(blocks[-1])])
+        parts.append(SectionSpan("knowledge", source.name, len(blocks[-1])))
     r = step.retrieve
     folder = x.store.slate(r.slate).folder(r.folder) if r else None
     seen: set[str] = set()
@@ -70,7 +71,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         round_ += 1
         forced = r is not None and round_ > r.max_rounds
         messages = assemble_blocks(step.system_prompt, blocks, forced)
-        sections = parts + ([["forced", "forced final", len(FORCED_FINAL_LINE)]] if forced else [])
+        sections = tuple(parts) + ((FORCED_SPAN,) if forced else ())
         info = CallInfo(step=step.id, node=node, nodes=step.nodes, round=round_, iteration=x.state.iteration,
                         depth=x.depth, caller=x.caller, forced_final=forced,
                         request_match=r.request_match if r and not forced else None,
@@ -112,7 +113,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
             raise
         rounds_retrieved += 1
         blocks.append(render_block(r.as_, rounds_retrieved, entries))
-        parts.append(["retrieved", f"{r.as_} {rounds_retrieved}", len(blocks[-1])])
+        parts.append(SectionSpan("retrieved", f"{r.as_} {rounds_retrieved}", len(blocks[-1])))
         x.emit(replace(call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
                        top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries if e.recorded), verdict=verdict.judgement))
     return finish_node(x, step, ctx, comp.text)

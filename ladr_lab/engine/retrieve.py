@@ -1,4 +1,4 @@
-"""The retrieve loop's fetching (seeds 000, 001; SPEC §3); judging an output is `judging.py`.
+"""The retrieve loop's fetching (seeds 000, 001; SPEC §3); judging an output is `round/verdict.py`.
 
 `fetch(folder, request, seen,
 top_k, limits)` executes the request's modes in SPEC order (files, subfolders, metatag, glob,
@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PathRefused, SlateError
+from ..round.prompt import render_entry
+from ..round.vocabulary import MODES
 from ..search import similar as nearest_files
+from ..slate.metatags import FOLDER_LEVEL
 from ..trace import Fetched
-from .prompt import render_entry
 
 if TYPE_CHECKING:
     from ..slate import Folder
 
-MODES = ("files", "subfolders", "metatag", "glob", "similarTo")
 DEFAULT_TOP_K = 5
 MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
-FOLDER_LEVEL = ("index", "tree")
 SEPARATOR = 2          # the blank line between two entries of a block
 
 

@@ -34,7 +34,7 @@ from ..errors import (
 from ..models import Completion, Model, ReplayModel, get_model
 from ..models.base import estimate_message_tokens, estimate_tokens
 from ..slate import SlateStore
-from ..trace import Events, InternalError, LlmCall, RunEnd, RunStart, Trace
+from ..trace import Events, InternalFailure, LlmCall, RunEnd, RunStart, Trace
 from .calls import CallGen, CallRequest
 from .context import Executor, Ledger
 from .knowledge import KnowledgeSource
@@ -385,7 +385,7 @@ class Run(Displayable):
             self._failed("error", exc, message + (f" (declared at {where})" if where else ""))
         except Exception as exc:  # a bug of ours: keep the run's record whole and say so plainly
             self._failed("error", exc, f"internal error: {type(exc).__name__}: {exc}")
-            x.emit(InternalError(traceback=traceback.format_exc()))
+            x.emit(InternalFailure(traceback=traceback.format_exc()))
         x.emit(RunEnd(status=self.status, output=self.output, error=self.error, llm_calls=self.ledger.llm_calls,
                       steps=self.ledger.steps, error_type=type(self.exception).__name__ if self.exception else None,
                       error_step=self.error_step, edited_calls=self._edited_calls() or None))

@@ -8,12 +8,11 @@ step, or its own output (`nodeRef: current`, or `from: output`) once the node ha
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..config.model import FieldSpec, Source, Step
 from ..errors import NodeDependencyError, SourceResolutionError
-from .state import NodeCtx, RunState, StepResult, Survivors
+from .state import NodeCtx, RunState, StepResult, Survivors, join_survivors
 
 
 def _where(ctx: NodeCtx, what: str) -> str:
@@ -106,14 +105,6 @@ def read_slate(store, src: Source, max_chars: int | None = None) -> Any:
         return folder.tree(src.depth)
     return folder.metatag_values(src.metatag)
 
-
-def join_survivors(value: Any) -> str:
-    """A source value as text: several survivors joined with a blank line, other values as JSON."""
-    if isinstance(value, Survivors):
-        return "\n\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 def resolve_field(f: FieldSpec, ctx: NodeCtx, state: RunState, store, knobs: dict, max_chars: int | None = None) -> Any:

@@ -1,7 +1,9 @@
 """What a run knows as it goes: each step's node outputs, the loop iteration, the step executed last."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Survivors(list):
@@ -13,6 +15,16 @@ class Survivors(list):
     def __init__(self, items=(), nodes=None) -> None:
         super().__init__(items)
         self.nodes: list[int] = list(nodes) if nodes is not None else list(range(1, len(self) + 1))
+
+
+
+def join_survivors(value: Any) -> str:
+    """A source value as text: several survivors joined with a blank line, other values as JSON."""
+    if isinstance(value, Survivors):
+        return "\n\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass

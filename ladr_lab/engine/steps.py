@@ -8,8 +8,8 @@ from ..trace import Call, StepEnd, StepStart, Write
 from .calls import CallGen, parallel
 from .context import Executor
 from .node import NodeOutcome, finish_node, run_node
-from .sources import check_dependencies, join_survivors, resolve_source
-from .state import NodeCtx, NodeOut, StepResult
+from .sources import check_dependencies, resolve_source
+from .state import NodeCtx, NodeOut, StepResult, join_survivors
 from .writes import PlannedWrite, write_value
 
 

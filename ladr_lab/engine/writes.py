@@ -16,10 +16,10 @@ from typing import Any
 from ..config.model import Target
 from ..errors import LadrError
 from ..jsonx import extract
+from ..round.verdict import judge_json
 from ..slate import value_matches_type
 from ..trace import Judgement
-from .judging import judge_json
-from .state import Survivors
+from .state import Survivors, join_survivors
 
 
 @dataclass
@@ -51,14 +51,6 @@ class PlannedWrite:
 
 class _Skip(Exception):
     """A write that cannot be done as asked; the file is left as it was."""
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, Survivors):
-        return "\n\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 def append_text(existing: str | None, new: str) -> str:
@@ -123,7 +115,7 @@ def _json_items(value: Any) -> list:
 def _typed(value: Any, mtype: str | None) -> Any:
     """A source value shaped for a metatag of declared type `mtype` (SPEC §1's types)."""
     if mtype == "string":
-        return _as_text(value)
+        return join_survivors(value)
     if isinstance(value, Survivors):
         if mtype in ("string[]", "object"):
             # seed 003: "survivors are written as a JSON array", however many survived (one is ["x"])
@@ -153,7 +145,7 @@ def _survivor_array(value: Survivors, mtype: str) -> list:
         elif isinstance(parsed, list) and all(isinstance(x, str) for x in parsed):
             out.extend(parsed)
         else:
-            out.append(_as_text(v))
+            out.append(join_survivors(v))
     return out
 
 
@@ -181,11 +173,11 @@ def _write(store, target: Target, value: Any, on: str, key: str | None, mtype: s
     skipped: list = []
     if target.metatag is None:
         if on == "overwrite":
-            text = _as_text(value)
+            text = join_survivors(value)
             folder.write_text(target.file, text)
             return WriteOutcome("written", chars=len(text))
         if on == "append":
-            text = _as_text(value)
+            text = join_survivors(value)
             folder.update_text(target.file, lambda old: append_text(old, text))
             return WriteOutcome("written", chars=len(text))
         items = _json_items(value)
@@ -216,10 +208,10 @@ def _write(store, target: Target, value: Any, on: str, key: str | None, mtype: s
         return WriteOutcome("written", chars=len(json.dumps(v, ensure_ascii=False)))
     if on == "append":
         if mtype == "string":
-            text = _as_text(value)
+            text = join_survivors(value)
 
             def app_text(old):
-                new = append_text(old if isinstance(old, str) else None if old is None else _as_text(old), text)
+                new = append_text(old if isinstance(old, str) else None if old is None else join_survivors(old), text)
                 return new
             folder.update_metatag(target.file, name, app_text)
             return WriteOutcome("written", chars=len(text))

@@ -1,5 +1,5 @@
 """JSON Schema helpers for the offline model: reading which request modes a requestMatch declares,
-checking candidates with jsonschema (imported lazily), and building an instance of an output schema
+checking candidates (`round.validators.conforms`), and building an instance of an output schema
 from the answer's material.
 """
 from __future__ import annotations
@@ -8,18 +8,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from ..round.validators import conforms as is_valid
+
 _MAX_DEPTH = 8
-
-
-def is_valid(instance, schema) -> bool:
-    """True when `instance` validates against `schema` (a broken schema validates nothing)."""
-    import jsonschema
-
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        return cls(schema).is_valid(instance)
-    except Exception:  # an invalid or unsupported schema: treat as "does not match"
-        return False
 
 
 def resolve(schema, root):

@@ -56,9 +56,9 @@ import json
 import math
 import re
 
-from ladr_lab.models._prompt import Prompt, parse_prompt, path_terms, sentences, stem, terms, words
-from ladr_lab.models._schema import Material, build_instance, enum_values, is_valid, properties, resolve
-from ladr_lab.models.base import (
+from ..round.vocabulary import MODES as REQUEST_MODES
+from ._schema import Material, build_instance, enum_values, is_valid, properties, resolve
+from .base import (
     CallInfo,
     Completion,
     estimate_message_tokens,
@@ -66,10 +66,12 @@ from ladr_lab.models.base import (
     system_text,
     user_text,
 )
+from .reading import Prompt, read_prompt
+from .words import path_terms, sentences, stem, terms, words
 
 __all__ = ["OfflineModel"]
 
-MODES = ("files", "subfolders", "metatag", "glob")
+MODES = tuple(m for m in REQUEST_MODES if m != "similarTo")    # similarTo is asked through a metatag
 MAX_FILES = 3
 _CITED = re.compile(r"\[[^\[\]]+\][.!?]?$")
 
@@ -111,7 +113,7 @@ class OfflineModel:
         **_ignored,
     ) -> str:
         """The text `complete` would return (handy in notebooks to see the model's decision)."""
-        prompt = parse_prompt(system_text(messages), user_text(messages), retrieve_as)
+        prompt = read_prompt(system_text(messages), user_text(messages), retrieve_as)
         forced = forced_final or prompt.forced
         if isinstance(request_match, dict) and not forced:
             request = _request(prompt, request_match, node, nodes)
@@ -145,7 +147,7 @@ def _score(path: str, meta: list[str], q: set[str]) -> int:
 
 def _request(prompt: Prompt, schema: dict, node: int = 1, nodes: int = 1):
     """The first schema-valid retrieval request worth making, or None to answer instead."""
-    if prompt.blocks and any(e.status == "already" for e in prompt.blocks[-1]):
+    if prompt.blocks and any(e.status == "already_in_context" for e in prompt.blocks[-1]):
         return None
     q_list = _query(prompt)
     q = set(q_list)

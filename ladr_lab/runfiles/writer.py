@@ -31,7 +31,7 @@ from ladr_lab.trace import (
     Fetched,
     Gate,
     LlmCall,
-    LlmError,
+    LlmCallFailed,
     RunEnd,
     RunStart,
     StepEnd,
@@ -297,7 +297,7 @@ class RunFilesWriter:
             self._log(agent, ts, "DEBUG", conv, f"request: {_json(e.request)}")
         self._log(agent, ts, "DEBUG", conv, f"messages: {_json(e.messages)}")
 
-    def _on_llm_error(self, e: LlmError, ts: str) -> None:
+    def _on_llm_error(self, e: LlmCallFailed, ts: str) -> None:
         agent = self._node_agent(e, ts)
         rnd = e.round if e.round is not None else "?"
         self._log(agent, ts, "ERROR", self._conv(e), f"round {rnd} failed: {e.error or '?'}")

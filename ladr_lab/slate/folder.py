@@ -29,6 +29,7 @@ from ladr_lab.slate.embed import Embedder
 from ladr_lab.slate.globbing import compile_glob, walk_glob
 from ladr_lab.slate.locks import file_lock, fsync_dir, write_temp
 from ladr_lab.slate.metatags import (
+    FOLDER_LEVEL,
     SIDECAR,
     SYSTEM_METATAGS,
     CreatedLog,
@@ -259,7 +260,7 @@ class Folder(Displayable):
         if name == "embedding":
             vec = self._vectors.vectors_for([(norm, st.st_size, st.st_mtime_ns)]).get(norm)
             return None if vec is None else list(vec)
-        if name in ("index", "tree"):
+        if name in FOLDER_LEVEL:
             return None  # folder-level: see index() and tree()
         with self._lock:
             tags = self._sidecar.load().get(norm)
@@ -282,7 +283,7 @@ class Folder(Displayable):
 
     def metatag_values(self, name: str) -> list[dict]:
         """`[{"file", "value"}]` for every listed file that has the metatag set, sorted by file."""
-        if name in ("index", "tree"):
+        if name in FOLDER_LEVEL:
             raise SlateError(f'"{name}" is a folder-level metatag: use Folder.{name}()')
         if name in ("size", "modified", "created"):
             with self._lock:
@@ -304,7 +305,7 @@ class Folder(Displayable):
 
     def metatag_query(self, name: str, contains: str | None = None) -> list[str]:
         """Files that have metatag `name` set, filtered by seed 000's `contains` rule; sorted."""
-        if name in ("index", "tree"):
+        if name in FOLDER_LEVEL:
             raise SlateError(f'"{name}" is a folder-level metatag and cannot be queried')
         if name in ("size", "modified", "created", "embedding"):
             declared = "string" if name in ("modified", "created") else "number"

@@ -21,7 +21,8 @@ from typing import Any
 from ladr_lab.errors import SlateError
 
 METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
-SYSTEM_METATAGS = ("index", "tree", "created", "modified", "size", "embedding")
+FOLDER_LEVEL = ("index", "tree")          # the system metatags that describe the folder, not a file
+SYSTEM_METATAGS = (*FOLDER_LEVEL, "created", "modified", "size", "embedding")
 SIDECAR = ".metatags.json"
 
 

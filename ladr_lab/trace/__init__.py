@@ -5,7 +5,7 @@ Event types (SPEC §9): `run_start`, `step_start`, `llm_call`, `llm_error` (a mo
 `events.py` with `to_dict()` / `Event.from_dict()`. Every recorded event carries `seq` (0-based order
 in the run) and `t` (seconds since the run started). What each event says, for every view (the round
 printer, the static HTML, the widgets), is decided in `story.py`, imported when first needed
-(`from ladr_lab.trace.story import describe`).
+(`from ladr_lab.trace.story import describe`); `outline.py` groups those stories by step, iteration and node.
 """
 from .events import (
     EVENT_TYPES,
@@ -14,10 +14,10 @@ from .events import (
     Events,
     Fetched,
     Gate,
-    InternalError,
+    InternalFailure,
     Judgement,
     LlmCall,
-    LlmError,
+    LlmCallFailed,
     PromptSection,
     RunEnd,
     RunStart,
@@ -36,12 +36,12 @@ __all__ = [
     "Events",
     "Fetched",
     "Gate",
-    "InternalError",
+    "InternalFailure",
     "Judgement",
     "ListenerFailure",
     "ListenerWarning",
     "LlmCall",
-    "LlmError",
+    "LlmCallFailed",
     "PromptSection",
     "RunEnd",
     "RunStart",

@@ -19,46 +19,23 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..display import Displayable
+from ..round.prompt import split_sections
+from ..round.records import Judgement, PromptSection, Record, SectionSpan, spans
 
 __all__ = [
-    "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalError", "Judgement", "LlmCall", "LlmError",
+    "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalFailure", "Judgement", "LlmCall", "LlmCallFailed",
     "PromptSection", "RunEnd",
-    "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write", "split_sections",
+    "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write",
 ]
 
 
-class _Record:
-    """A small typed record inside an event: `_ORDER` lists its keys as the trace writes them; the first
-    `_ALWAYS` are always written, the rest only when set; keys a reader does not know stay in `extra`."""
-
-    _ORDER: ClassVar[tuple[str, ...]] = ()
-    _ALWAYS: ClassVar[int] = 0
-    extra: Mapping[str, Any]
-
-    def to_dict(self) -> dict:
-        """The record as the trace writes it."""
-        d: dict[str, Any] = {k: getattr(self, k) for k in self._ORDER[: self._ALWAYS]}
-        for name in self._ORDER[self._ALWAYS:]:
-            value = getattr(self, name)
-            if value is not None:
-                d[name] = value
-        d.update(self.extra)
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Any:
-        """Read the record back from its dict form (a key missing from an older trace takes its default)."""
-        known = {k: v for k, v in data.items() if k in cls._ORDER}
-        return cls(**known, extra={k: v for k, v in data.items() if k not in cls._ORDER})  # type: ignore[call-arg]
-
-
 @dataclass(frozen=True, kw_only=True)
-class Fetched(_Record):
+class Fetched(Record):
     """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
 
     path: str = ""                  # canonical folder-relative path (or the query label of a mode)
-    mode: str = ""                  # files | subfolders | metatag | glob | similarTo
-    status: str = ""                # fetched | not_found | already_in_context | listed | no_match | left_out
+    mode: str = ""                  # one of round.vocabulary.MODES (files, subfolders, metatag, glob, similarTo)
+    status: str = ""                # one of round.vocabulary.STATUSES (fetched, not_found, already_in_context, ...)
     chars: int = 0                  # characters delivered to the prompt
     score: float | None = None      # similarTo's cosine
     asked: str | None = None        # the path as the model wrote it, when it differs from `path`
@@ -70,32 +47,6 @@ class Fetched(_Record):
     _ORDER: ClassVar[tuple[str, ...]] = ("path", "mode", "status", "chars", "score", "asked", "note", "truncated",
                                          "total_bytes")
     _ALWAYS: ClassVar[int] = 4
-
-
-@dataclass(frozen=True, kw_only=True)
-class Judgement(_Record):
-    """Why an output was judged as it was, as data (the `reason` text says the same in words).
-
-    `test` is what was applied: "requestMatch", "jsonMatches", "match" (slateWrite) or "equals".
-    `extraction` is the JSON extraction rule that found a value ("strict" | "fence" | "balanced"), None
-    when no JSON was found. For a requestMatch match, `form` is "wrapped" or "bare". For a schema failure,
-    `keyword` is the deciding JSON Schema keyword, `schema_path` the JSON pointer of the subschema that
-    holds it and `instance_path` the pointer of the offending value (`maxItems` at
-    `/properties/request/properties/files`, instance `/request/files`)."""
-
-    test: str = ""
-    matched: bool = False
-    extraction: str | None = None
-    form: str | None = None
-    keyword: str | None = None
-    schema_path: str | None = None
-    instance_path: str | None = None
-    message: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    _ORDER: ClassVar[tuple[str, ...]] = ("test", "matched", "extraction", "form", "keyword", "schema_path",
-                                         "instance_path", "message")
-    _ALWAYS: ClassVar[int] = 2
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -222,8 +173,10 @@ def _missing(name: str, annotation: str) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, _Record):
+    if isinstance(value, Record):
         return value.to_dict()
+    if isinstance(value, SectionSpan):
+        return value.to_list()
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     return value
@@ -284,7 +237,15 @@ class LlmCall(Event):
     error: str | None = None
     verdict: Judgement | None = None
     provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited
-    sections: list | None = None     # the user message's parts: [kind, name, chars] (field | retrieved | forced)
+    sections: tuple[SectionSpan, ...] | None = None   # the user message's parts, written [kind, name, chars]
+
+    def __post_init__(self) -> None:
+        # a trace (or a caller) gives `[kind, name, chars]` lists: held as spans, written back as the same lists
+        if isinstance(self.sections, (list, tuple)):
+            try:
+                object.__setattr__(self, "sections", spans(self.sections))
+            except (TypeError, ValueError):   # a malformed hand-written line: kept as read, as before
+                pass
 
     def _keep(self, name: str, value: Any) -> bool:
         if name == "top_k":          # written (null included) exactly when the call was a retrieval
@@ -302,33 +263,8 @@ class LlmCall(Event):
         return split_sections(self.messages, self.sections)
 
 
-def split_sections(messages: list, sections: list | None) -> list[PromptSection]:
-    """A prompt's messages cut into named parts by `sections` (`[kind, name, chars]` of the user message's
-    blocks, joined by blank lines); without `sections`, the system prompt and the whole user message."""
-    system = next((m.get("content") or "" for m in messages if isinstance(m, dict) and m.get("role") == "system"), "")
-    user = next((m.get("content") or "" for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"),
-                "")
-    out = [PromptSection("system", "systemPrompt", system)]
-    if not sections:
-        return out + [PromptSection("user", "user", user)]
-    pos = 0
-    for kind, name, chars in sections:
-        out.append(PromptSection(kind, name, user[pos:pos + chars]))
-        pos += chars + 2          # blocks are joined by a blank line
-    return out
-
-
-@dataclass(frozen=True)
-class PromptSection:
-    """One named part of a prompt: kind (system | field | retrieved | forced | user), name and text."""
-
-    kind: str
-    name: str
-    text: str
-
-
 @dataclass(frozen=True, kw_only=True, repr=False)
-class LlmError(Event):
+class LlmCallFailed(Event):
     """A model call that failed (not counted in llm_calls): what was asked and the error."""
 
     TYPE: ClassVar[str] = "llm_error"
@@ -421,7 +357,7 @@ class RunEnd(Event):
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
-class InternalError(Event):
+class InternalFailure(Event):
     """A bug of ladr_lab's own ended the run; the traceback is kept for the report."""
 
     TYPE: ClassVar[str] = "internal_error"
@@ -466,6 +402,6 @@ class Events(Displayable, list):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.TYPE: cls for cls in (RunStart, StepStart, LlmCall, LlmError, Gate, Write, Call, StepEnd, RunEnd,
-                              InternalError)
+    cls.TYPE: cls for cls in (RunStart, StepStart, LlmCall, LlmCallFailed, Gate, Write, Call, StepEnd, RunEnd,
+                              InternalFailure)
 }

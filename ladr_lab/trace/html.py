@@ -28,17 +28,15 @@ from ..display import (
     tag,
 )
 from .events import Event
+from .outline import NodeOutline, Outline, StepOutline
 from .story import (
     CallStory,
     EndStory,
     ErrorStory,
     FetchRow,
     GateStory,
-    NodeOutline,
-    Outline,
     RoundStory,
     StartStory,
-    StepOutline,
     StepStory,
     Story,
     VerdictStory,

@@ -1,5 +1,5 @@
-"""The one description of a run that every view renders: from typed events to stories of rounds, gates,
-writes and steps, and an outline of steps, loop iterations, nodes and rounds.
+"""The one description of a run's events that every view renders: from typed events to stories of rounds,
+gates, writes and steps (the outline of steps, loop iterations, nodes and rounds is `trace/outline.py`).
 
 The command line's round printer (`cli/printer.py`), the static HTML views (`trace/html.py`) and the notebook
 widgets (`widgets/`) all render these objects; none of them reads an event's fields to decide what to say.
@@ -16,10 +16,11 @@ provenance, the prompt's sections: all of it is decided here once. `text_lines()
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
+from ..round.vocabulary import MODES
 from .events import (
     Call,
     Event,
@@ -27,7 +28,7 @@ from .events import (
     Gate,
     Judgement,
     LlmCall,
-    LlmError,
+    LlmCallFailed,
     PromptSection,
     RunEnd,
     RunStart,
@@ -37,11 +38,10 @@ from .events import (
 )
 
 __all__ = [
-    "CallStory", "EndStory", "ErrorStory", "FetchRow", "GateStory", "NodeOutline", "OtherStory", "Outline",
-    "RoundStory", "StartStory", "StepOutline", "StepStory", "Story", "VerdictStory", "WriteStory", "describe", "round_tag",
+    "CallStory", "EndStory", "ErrorStory", "FetchRow", "GateStory", "OtherStory",
+    "RoundStory", "StartStory", "StepStory", "Story", "VerdictStory", "WriteStory", "describe", "round_tag",
 ]
 
-MODE_ORDER = ("files", "subfolders", "metatag", "glob", "similarTo")
 OUTPUT_CLIP = 600          # characters of an output the text form prints (as `ladr-lab run` always has)
 
 
@@ -244,18 +244,51 @@ class RoundStory(Story):
 
 @dataclass(frozen=True)
 class GateStory(Story):
-    """A node's `if:` decision: the condition, matched or not, the branch and action, and why."""
+    """A node's `if:` decision, told: a recorded Gate event (the condition, matched or not, the branch and
+    action, and why) with its words; a field a hand-written trace lacks reads "?" (the reason "")."""
 
     event: Gate
-    label: str
-    condition: str
-    matched: bool
-    branch: str
-    action: str
-    jump: str | None
-    reason: str
-    verdict: VerdictStory | None
     kind: str = "gate"
+
+    @property
+    def label(self) -> str:
+        """`step#node`."""
+        return f"{_or(self.event.step)}#{_or(self.event.node)}"
+
+    @property
+    def condition(self) -> str:
+        """The `if:` condition tested (`equals`, `jsonMatches`, ...)."""
+        return _or(self.event.condition)
+
+    @property
+    def matched(self) -> bool:
+        """Whether the condition held."""
+        return bool(self.event.matched)
+
+    @property
+    def branch(self) -> str:
+        """The branch taken: `then` or `else`."""
+        return _or(self.event.branch)
+
+    @property
+    def action(self) -> str:
+        """The branch's action: `continue`, `prune`, `jump` or `abort`."""
+        return _or(self.event.action)
+
+    @property
+    def jump(self) -> str | None:
+        """The step jumped to, for a `jump`."""
+        return self.event.jump
+
+    @property
+    def reason(self) -> str:
+        """Why the gate decided so."""
+        return self.event.reason or ""
+
+    @cached_property
+    def verdict(self) -> VerdictStory | None:
+        """The judgement of the output the gate tested, told (None when it was not judged)."""
+        return VerdictStory.of(self.event.verdict)
 
     def outcome(self) -> str:
         """`then (jump → research)`."""
@@ -339,7 +372,7 @@ class CallStory(Story):
 class ErrorStory(Story):
     """A model call that failed (not counted as made)."""
 
-    event: LlmError
+    event: LlmCallFailed
     kind: str = "llm_error"
 
     def headline(self) -> str:
@@ -414,8 +447,8 @@ def _label(step: str, node: int | None = None, round: int | None = None, iterati
 def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:
     if not isinstance(req, dict):
         return ()
-    known = [(m, req[m]) for m in MODE_ORDER if m in req]
-    return tuple(known + [(k, v) for k, v in req.items() if k not in MODE_ORDER and k != "topK"])
+    known = [(m, req[m]) for m in MODES if m in req]
+    return tuple(known + [(k, v) for k, v in req.items() if k not in MODES and k != "topK"])
 
 
 def describe(e: Event, iteration: int | None = None) -> Story:
@@ -430,10 +463,7 @@ def describe(e: Event, iteration: int | None = None) -> Story:
                           provenance=e.provenance, model=e.model or "", prompt_chars=e.prompt_chars,
                           sections=sections)
     if isinstance(e, Gate):
-        return GateStory(event=e, label=f"{_or(e.step)}#{_or(e.node)}", condition=_or(e.condition),
-                         matched=bool(e.matched), branch=_or(e.branch), action=_or(e.action), jump=e.jump,
-                         reason=e.reason or "",
-                         verdict=VerdictStory.of(e.verdict))
+        return GateStory(event=e)
     if isinstance(e, Write):
         return WriteStory(event=e, label=f"{_or(e.step)}#{_or(e.node)}", target=_or(e.target), policy=_or(e.policy),
                           mechanism=_or(e.mechanism), branch=e.branch, source=e.source, status=_or(e.status),
@@ -442,186 +472,10 @@ def describe(e: Event, iteration: int | None = None) -> Story:
         return StepStory(event=e, step=e.step, iteration=e.iteration or 1, started=isinstance(e, StepStart))
     if isinstance(e, Call):
         return CallStory(event=e)
-    if isinstance(e, LlmError):
+    if isinstance(e, LlmCallFailed):
         return ErrorStory(event=e)
     if isinstance(e, RunStart):
         return StartStory(event=e)
     if isinstance(e, RunEnd):
         return EndStory(event=e)
     return OtherStory(event=e)
-
-
-# ---- the outline: steps → loop iterations → nodes → rounds ---------------------------------------------------
-@dataclass
-class NodeOutline:
-    """One node's execution of a step: its rounds, its gate, its writes and its child runs, in order."""
-
-    node: int
-    rounds: list[RoundStory] = field(default_factory=list)
-    gates: list[GateStory] = field(default_factory=list)
-    writes: list[WriteStory] = field(default_factory=list)
-    calls: list[CallStory] = field(default_factory=list)
-    errors: list[ErrorStory] = field(default_factory=list)
-
-    @property
-    def final(self) -> RoundStory | None:
-        """The node's last round (its output is the node's output once the node is done)."""
-        return self.rounds[-1] if self.rounds else None
-
-    def headline(self) -> str:
-        """`node 2: 3 rounds → final; gate then (continue); 1 write`."""
-        bits = [f"node {self.node}: {len(self.rounds)} round{'s' if len(self.rounds) != 1 else ''}"]
-        if self.final is not None:
-            bits[0] += f" → {self.final.tag}"
-        bits += [f"gate {g.outcome()}" for g in self.gates]
-        if self.writes:
-            made = sum(w.written for w in self.writes)
-            bits.append(f"{made} of {len(self.writes)} write(s) made")
-        bits += [c.headline() for c in self.calls if c.event.status != "started"]
-        bits += ["model call failed" for _ in self.errors]
-        return "; ".join(bits)
-
-
-@dataclass
-class StepOutline:
-    """One execution of a step (a loop runs it again in a new iteration): its nodes and how it ended."""
-
-    step: str
-    iteration: int
-    caller: tuple[str, ...]
-    depth: int
-    step_type: str = "normal"
-    nodes_declared: int = 1
-    nodes: dict[int, NodeOutline] = field(default_factory=dict)
-    end: StepStory | None = None
-    first_seq: int | None = None
-    run_end: EndStory | None = None        # the run ended while this step had not (an error, a budget)
-
-    @property
-    def key(self) -> tuple:
-        """(caller, step, iteration): what tells executions apart."""
-        return (self.caller, self.step, self.iteration)
-
-    def node(self, n: int) -> NodeOutline:
-        """The node's outline (made on first use)."""
-        got = self.nodes.get(n)
-        if got is None:
-            got = self.nodes[n] = NodeOutline(n)
-        return got
-
-    def rounds(self) -> list[RoundStory]:
-        """Every round of every node, in node order."""
-        return [r for n in sorted(self.nodes) for r in self.nodes[n].rounds]
-
-    @property
-    def label(self) -> str:
-        """`research` (`· iteration 2`; `call#1 > child` in a child run)."""
-        text = self.step + (f" · iteration {self.iteration}" if self.iteration != 1 else "")
-        return (" > ".join(self.caller) + " > " + text) if self.caller else text
-
-    def headline(self) -> str:
-        """`research (normal, 1 node): 3 rounds, 4,210 tokens; 1 of 1 survived`."""
-        rounds = self.rounds()
-        tokens = sum(r.tokens_in + r.tokens_out for r in rounds)
-        head = (f"{self.label} ({self.step_type}, {self.nodes_declared} node{'s' if self.nodes_declared != 1 else ''}): "
-                f"{len(rounds)} round{'s' if len(rounds) != 1 else ''}, {tokens:,} tokens")
-        writes = [w for n in self.nodes.values() for w in n.writes]
-        if writes:
-            head += f", {sum(w.written for w in writes)} of {len(writes)} write(s) made"
-        if self.end is not None:
-            e = self.end.event
-            assert isinstance(e, StepEnd)
-            head += f"; {e.survivors} of {e.nodes} survived" + (f", jump → {e.jump}" if e.jump else "")
-        elif self.run_end is not None:
-            status = self.run_end.event.status
-            head += "; ended by the run's error" if status == "error" else f"; ended with the run ({status})"
-        else:
-            head += "; running"
-        return head
-
-
-class Outline:
-    """A run as steps → loop iterations → nodes → rounds, gates and writes; built at once (`of`) or event by
-    event as a run goes (`add`), for views that update live."""
-
-    def __init__(self) -> None:
-        self.start: StartStory | None = None
-        self.end: EndStory | None = None
-        self.steps: list[StepOutline] = []
-        self.rounds: list[RoundStory] = []
-        self._by_key: dict[tuple, StepOutline] = {}
-        self._current: dict[tuple, int] = {}       # (caller, step) -> its latest iteration
-
-    @classmethod
-    def of(cls, events: Iterable[Event]) -> Outline:
-        """The outline of recorded events."""
-        out = cls()
-        for e in events:
-            out.add(e)
-        return out
-
-    def _block(self, e: Event, step: str, iteration: int | None = None) -> StepOutline:
-        caller = tuple(e.caller)
-        it = iteration if iteration is not None else self._current.get((caller, step), 1)
-        key = (caller, step, it)
-        block = self._by_key.get(key)
-        if block is None:
-            block = StepOutline(step=step, iteration=it, caller=caller, depth=e.depth, first_seq=e.seq)
-            self._by_key[key] = block
-            self.steps.append(block)
-        return block
-
-    def add(self, e: Event) -> tuple[StepOutline | None, Story]:
-        """Add one event; return the step block it changed (None for run-level events) and its story."""
-        if isinstance(e, StepStart):
-            self._current[(tuple(e.caller), e.step)] = e.iteration or 1
-            block = self._block(e, e.step, e.iteration or 1)
-            block.step_type, block.nodes_declared = e.step_type, e.nodes
-            return block, describe(e)
-        if isinstance(e, LlmCall):
-            story = describe(e)
-            assert isinstance(story, RoundStory)
-            block = self._block(e, e.step, e.iteration or 1)
-            block.node(e.node).rounds.append(story)
-            self.rounds.append(story)
-            return block, story
-        if isinstance(e, (Gate, Write, Call, LlmError)):
-            block = self._block(e, e.step)
-            story = describe(e, block.iteration)
-            node = block.node(e.node)
-            if isinstance(story, GateStory):
-                node.gates.append(story)
-            elif isinstance(story, WriteStory):
-                node.writes.append(story)
-            elif isinstance(story, CallStory):
-                node.calls.append(story)
-            elif isinstance(story, ErrorStory):
-                node.errors.append(story)
-            return block, story
-        if isinstance(e, StepEnd):
-            block = self._block(e, e.step, e.iteration or 1)
-            story = describe(e)
-            assert isinstance(story, StepStory)
-            block.end = story
-            return block, story
-        story = describe(e)
-        if isinstance(story, StartStory) and not e.depth:
-            self.start = story
-        elif isinstance(story, EndStory):
-            if not e.depth:
-                self.end = story
-            # the steps this run (or child run) left unfinished ended with it: they are not running any more
-            caller = tuple(e.caller)
-            for block in self.steps:
-                if block.end is None and block.run_end is None and (not e.depth or block.caller[:len(caller)] == caller):
-                    block.run_end = story
-        return None, story
-
-    def totals(self) -> dict[str, Any]:
-        """Rounds, tokens in and out, cost, and writes made / skipped over the whole run so far."""
-        writes = [w for s in self.steps for n in s.nodes.values() for w in n.writes]
-        return {"rounds": len(self.rounds), "tokens_in": sum(r.tokens_in for r in self.rounds),
-                "tokens_out": sum(r.tokens_out for r in self.rounds), "cost": sum(r.cost for r in self.rounds),
-                "prompt_chars": sum(r.prompt_chars for r in self.rounds),
-                "written": sum(w.written for w in writes), "skipped": sum(not w.written for w in writes),
-                "steps": len(self.steps)}

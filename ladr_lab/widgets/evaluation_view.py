@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis import Evaluation, load_evaluation
-from ..analysis.html import evaluation_html, evaluation_rows_html
 from ..display import badge, concat, fmt_cost, join, note, tag
+from ..evaluation import Evaluation, load_evaluation
+from ..evaluation.html import evaluation_html, evaluation_rows_html
 from .parts import PAGE, View, button, head_html, html, ipw, message_html
 from .trace_view import TraceView
 

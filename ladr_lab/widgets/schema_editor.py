@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..analysis import Evaluation, lint, load_evaluation, rejudge_rows
+from ..analysis import lint, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
 from ..config import Ladder, iter_schema_problems, load_ladder
@@ -33,6 +33,7 @@ from ..config.rewrite import (
 from ..config.standalone import read_schema
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
+from ..evaluation import Evaluation, load_evaluation
 from ..trace import Trace
 from .parts import View, button, head_html, html, ipw, layout
 

@@ -22,7 +22,8 @@ from ..trace.html import (
     trace_html,
     write_html,
 )
-from ..trace.story import NodeOutline, Outline, RoundStory, StepOutline, Story
+from ..trace.outline import NodeOutline, Outline, StepOutline
+from ..trace.story import RoundStory, Story
 from .parts import CHUNK, PAGE, Fold, Pager, View, head_html, html, ipw, paged
 
 __all__ = ["TraceView"]

@@ -16,7 +16,7 @@ from ladr_lab.config import load_ladder
 from ladr_lab.engine import Run
 from ladr_lab.errors import RunError
 from ladr_lab.models import ScriptedModel
-from ladr_lab.trace import LlmCall, LlmError
+from ladr_lab.trace import LlmCall, LlmCallFailed
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
@@ -52,8 +52,8 @@ def _who(x) -> tuple:
 
 
 def _made(events) -> tuple:
-    """The one model call a `step()` made (its LlmCall, or its LlmError when the model failed)."""
-    calls = [e for e in events if isinstance(e, (LlmCall, LlmError))]
+    """The one model call a `step()` made (its LlmCall, or its LlmCallFailed when the model failed)."""
+    calls = [e for e in events if isinstance(e, (LlmCall, LlmCallFailed))]
     assert len(calls) == 1, f"one step made {len(calls)} model calls"
     return _who(calls[0])
 

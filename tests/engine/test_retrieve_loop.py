@@ -7,8 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ladr_lab.engine import FORCED_FINAL_LINE, Run
+from ladr_lab.engine import Run
 from ladr_lab.models import ScriptedModel
+from ladr_lab.round import FORCED_FINAL_LINE
 from tests.conftest import FULL_REQUEST
 
 RESEARCH = """

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ladr_lab.models import CallInfo, OfflineModel
-from ladr_lab.models._prompt import parse_prompt, stem, terms
+from ladr_lab.models.reading import read_prompt
+from ladr_lab.models.words import stem, terms
 
 EXHAUSTED = "Retrieval budget exhausted. Produce your final answer now."
 SYSTEM = 'Research the Question. Use FileIndex to find relevant docs. Emit {"request": {...}} to retrieve.'
@@ -260,7 +261,7 @@ def test_parser_finds_sections_blocks_and_listings_without_the_as_hint():
     listing = json.dumps([{"name": "a.md", "size": 3}, {"name": "deep/", "size": 9, "files": 1}], indent=2)
     text = user("Q?", blocks=[[("core.md", "files", CORE), ("nope.md", "files", "(not found)")],
                               [("notes", "subfolders", listing)]], forced=True)[1]["content"]
-    p = parse_prompt("sys", text)
+    p = read_prompt("sys", text)
     assert p.forced and p.question == "Q?"
     assert [s.name for s in p.sections] == ["Question", "FileIndex"]
     assert [[e.status for e in b] for b in p.blocks] == [["fetched", "not_found"], ["listed"]]
@@ -271,7 +272,7 @@ def test_parser_finds_sections_blocks_and_listings_without_the_as_hint():
 def test_parser_flattens_a_tree_field():
     tree = [{"name": "core.md", "size": 4},
             {"name": "notes/", "size": 9, "children": [{"name": "calculus.md", "size": 9}]}]
-    p = parse_prompt("", f"Question:\ncalculus\n\nFolderTree:\n{json.dumps(tree, indent=2)}")
+    p = read_prompt("", f"Question:\ncalculus\n\nFolderTree:\n{json.dumps(tree, indent=2)}")
     assert list(p.files) == ["core.md", "notes/calculus.md"]
     assert "notes" in p.known_children
 
@@ -299,8 +300,8 @@ def _json_or_none(text):
 
 
 def test_parallel_nodes_read_different_files():
-    from ladr_lab.engine.prompt import assemble_messages
     from ladr_lab.models import OfflineModel
+    from ladr_lab.round.prompt import assemble_messages
     index = [{"name": f"retrieve-{w}.md", "size": 100} for w in ("dedup", "rounds", "modes", "glob", "files", "tree")]
     msgs = assemble_messages("Research.", [("Question", "How does retrieve work?"), ("FileIndex", index)])
     schema = {"type": "object", "required": ["files"], "properties": {"files": {"type": "array"}}}

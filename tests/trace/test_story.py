@@ -8,8 +8,8 @@ from ladr_lab.cli import RoundPrinter
 from ladr_lab.engine import Run
 from ladr_lab.models import ScriptedModel
 from ladr_lab.trace import Fetched, Gate, Judgement, LlmCall, Write
-from ladr_lab.trace.story import GateStory, Outline, RoundStory, VerdictStory, WriteStory, describe, round_tag
-from tests.helpers_display import big_trace, scripted_run
+from ladr_lab.trace.story import GateStory, RoundStory, VerdictStory, WriteStory, describe, round_tag
+from tests.helpers_display import scripted_run
 
 
 def _call(**kw) -> LlmCall:
@@ -69,29 +69,6 @@ def test_gates_and_writes_say_what_happened_and_why():
     assert w.headline() == "write M/f/x.md (append, gate then): skipped — no JSON found"
 
 
-def test_the_outline_groups_iterations_nodes_and_rounds():
-    t = big_trace(rounds=120, nodes=3, per_node=4, huge_every=1000)
-    o = Outline.of(t.events)
-    assert len(o.rounds) == 120 and len(o.steps) == 10            # 12 rounds an iteration
-    s = o.steps[1]
-    assert s.iteration == 2 and sorted(s.nodes) == [1, 2, 3] and [r.round for r in s.nodes[2].rounds] == [1, 2, 3, 4]
-    assert len(s.nodes[1].gates) == 1 and len(s.nodes[1].writes) == 1 and s.end is not None
-    assert "iteration 2" in s.label and "3 of 3 survived" in s.headline()
-    assert o.totals()["rounds"] == 120 and o.end is not None and o.start is not None
-
-
-def test_the_outline_grows_event_by_event(ladder, slates):
-    run = scripted_run(ladder, slates)
-    o = Outline()
-    changed = []
-    run.trace.add_listener(lambda e: changed.append(o.add(e)))
-    run.run()
-    blocks = [b for b, _ in changed if b is not None]
-    assert blocks and all(b is blocks[0] for b in blocks)           # one step execution
-    assert [r.tag for r in o.rounds] == ["retrieval", "retrieval", "forced final"]
-    assert o.end is not None and o.end.event.status == "completed"
-
-
 def test_the_printer_prints_every_piece_it_always_printed(ladder, slates):
     out = io.StringIO()
     run = scripted_run(ladder, slates, tracer=RoundPrinter(out))
@@ -149,18 +126,6 @@ def _failing_run(ladder, slates) -> Run:
     return Run(ladder(RETRIEVE_GATE_WRITE), model=ScriptedModel(model), slates=slates, input="q")
 
 
-def test_a_step_the_run_ended_by_its_error_does_not_say_running(ladder, slates):
-    run = _failing_run(ladder, slates)
-    assert run.run().status == "error"
-    (block,) = Outline.of(run.trace.events).steps
-    assert block.end is None and "running" not in block.headline()
-    assert block.headline().endswith("ended by the run's error")
-    live = Outline()
-    for e in run.trace.events[:-1]:                     # before the run's end, the step is running
-        live.add(e)
-    assert live.steps[0].headline().endswith("; running")
-
-
 def test_events_missing_fields_are_described_with_question_marks_not_none_or_a_crash():
     from ladr_lab.trace import Event
     gate = describe(Event.from_dict({"type": "gate"}))
@@ -174,3 +139,19 @@ def test_events_missing_fields_are_described_with_question_marks_not_none_or_a_c
     for d in ({"type": "llm_call"}, {"type": "gate"}, {"type": "write"}, {"type": "step_end"}, {"type": "run_end"}):
         printer(Event.from_dict(d))
     assert "None" not in out.getvalue().replace("None)", "")
+
+
+def test_a_gate_story_is_its_gate_event_with_words():
+    from ladr_lab.trace import Event
+    gate = Gate(step="v", node=2, condition="jsonMatches", matched=False, branch="else", action="jump",
+                jump="research", reason="no JSON",
+                verdict=Judgement(test="jsonMatches", matched=False, keyword="type", schema_path="/type"))
+    g = describe(gate)
+    assert g == GateStory(event=gate) and g.event is gate
+    assert (g.label, g.condition, g.matched, g.branch, g.action, g.jump, g.reason) == \
+        ("v#2", "jsonMatches", False, "else", "jump", "research", "no JSON")
+    assert g.verdict == VerdictStory.of(gate.verdict) and g.verdict is g.verdict     # told once
+    assert g.text_lines() == ["◆ gate v#2: jsonMatches → else (jump → research); no JSON"]
+    bare = describe(Event.from_dict({"type": "gate", "step": "v", "node": 3, "condition": "equals", "matched": True,
+                                     "branch": "then", "action": "continue"}))
+    assert bare.headline() == "gate v#3: equals → then (continue); " and bare.reason == "" and bare.verdict is None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ladr_lab.engine import Run
-from ladr_lab.engine.judging import judge, judge_equals, judge_json
 from ladr_lab.models import ScriptedModel
+from ladr_lab.round.verdict import judge, judge_equals, judge_json
 from ladr_lab.trace import Judgement
 
 SCHEMA = {"type": "object", "required": ["request"], "properties": {"request": {

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.positions import as_ladder, as_trace
 from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import LadrError
 from ..trace import Gate, Trace, Write
-from .eval_inputs import check_input_columns, input_columns, most_common_error
-from .positions import as_ladder, as_trace
+from .inputs import check_input_columns, input_columns, most_common_error
 
 RESULTS = "results.jsonl"
 TABLE = "results.csv"
@@ -159,7 +159,7 @@ class Evaluation(Displayable):
 
     def rejudge_rows(self, ladder, *, step: str | None = None, slates: dict | None = None) -> list[dict]:
         """`rejudge` as plain dicts."""
-        from .rejudge import Edits, rejudge_rows
+        from ..analysis.rejudge import Edits, rejudge_rows
         edits = ladder if isinstance(ladder, Edits) else Edits(ladder)
         out = []
         for r in self.rows:

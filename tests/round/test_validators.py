@@ -8,7 +8,7 @@ import pytest
 
 from ladr_lab import Run, ScriptedModel, load_ladder_text
 from ladr_lab.config import iter_problems
-from ladr_lab.config.validators import PATTERN_SECONDS, make_validator
+from ladr_lab.round.validators import PATTERN_SECONDS, make_validator
 
 LADDER = """\
 name: refs

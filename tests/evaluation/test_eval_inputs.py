@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from ladr_lab.analysis import evaluate
-from ladr_lab.analysis.eval_inputs import input_columns
 from ladr_lab.config import load_ladder_text
 from ladr_lab.errors import LadrError
+from ladr_lab.evaluation import evaluate
+from ladr_lab.evaluation.inputs import input_columns
 
 LADDER = """\
 name: cols
@@ -40,15 +40,3 @@ def test_a_row_without_a_column_is_that_rows_error_and_the_summary_names_the_mos
     summary = ev.format()
     assert "2 of 3 rows failed; most common error (2×)" in summary
     assert "the ladder reads input column(s) context, tone" in summary and "--input" not in summary
-
-
-def test_rejudge_rows_raises_when_the_ladder_has_none_of_the_traces_steps(tmp_path):
-    from ladr_lab.analysis.rejudge import NoStepsInCommon, rejudge_rows
-    from ladr_lab.engine import Run
-    lad = load_ladder_text(LADDER)
-    run = Run(lad, inputs={"context": "q", "tone": "t"}, trace_out=tmp_path / "t.jsonl")
-    run.run()
-    run.trace.close()
-    with pytest.raises(NoStepsInCommon, match="the trace has s; the ladder has other"):
-        rejudge_rows(tmp_path / "t.jsonl", load_ladder_text(LADDER.replace("id: s", "id: other")))
-    assert rejudge_rows(tmp_path / "t.jsonl", lad) is not None  # the same ladder re-judges fine

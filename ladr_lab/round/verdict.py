@@ -1,17 +1,25 @@
 """Judging an output: as a retrieval request (requestMatch), against a gate's condition, against a
-slateWrite's match. Each judgement is data (`trace.Judgement`: the extraction rule, matched or not, the
-form, and for a schema failure the deciding keyword with its schema and instance paths) plus the same in
-words (`reason`). Re-judging a recorded run calls these very functions, so a verdict can be replayed
-against an edited schema without the model."""
+slateWrite's match. Each judgement is data (`Judgement`: the extraction rule, matched or not, the form,
+and for a schema failure the deciding keyword with its schema and instance paths) plus the same in words
+(`reason`). Re-judging a recorded run asks these very functions, through `Judge` (which extracts each
+output once and validates each distinct value once per schema), so a verdict can be replayed against an
+edited schema without the model, and fails as the engine's does (a `$ref` that does not resolve is a
+`LadrError` either way)."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from ..config.validators import make_validator
 from ..errors import LadrError
 from ..jsonx import Extraction, extract
-from ..trace import Judgement
+from .records import Judgement
+from .validators import make_validator
+
+__all__ = ["Judge", "Verdict", "extraction", "judge", "judge_equals", "judge_extraction", "judge_json",
+           "judge_json_extraction", "schema_failure", "schema_problem", "validator"]
 
 _VALIDATORS: dict[int, Any] = {}
 
@@ -32,23 +40,34 @@ def _pointer(parts) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def schema_failure(value: Any, schema: dict, valid: bool | None = None, error=None):
-    """jsonschema's best error of `value` against `schema`, or None when it validates (`valid`, `error`: what
-    the caller already knows, so nothing is validated twice)."""
-    if error is not None:
-        return error
+@contextmanager
+def _applying() -> Iterator[None]:
+    """Apply a schema, turning what makes it inapplicable into a LadrError that says so."""
     from referencing.exceptions import Unresolvable
-    v = validator(schema)
     try:
-        if valid if valid is not None else v.is_valid(value):
-            return None
-        from jsonschema.exceptions import best_match
-        return best_match(v.iter_errors(value))
+        yield
     except Unresolvable as exc:     # the load-time check refuses these; a schema built in Python may still hold one
         raise LadrError(f"the schema cannot be applied: $ref {exc.ref!r} does not resolve inside it (a ladder's "
                         "schemas never fetch other documents)") from None
     except RecursionError:
         raise LadrError("the schema cannot be applied: its $refs lead back to themselves without end") from None
+
+
+def _best_error(v, value: Any):
+    from jsonschema.exceptions import best_match
+    return best_match(v.iter_errors(value))
+
+
+def schema_failure(value: Any, schema: dict, valid: bool | None = None, error=None):
+    """jsonschema's best error of `value` against `schema`, or None when it validates (`valid`, `error`: what
+    the caller already knows, so nothing is validated twice)."""
+    if error is not None:
+        return error
+    v = validator(schema)
+    with _applying():
+        if valid if valid is not None else v.is_valid(value):
+            return None
+        return _best_error(v, value)
 
 
 def _error_text(err) -> str:
@@ -147,8 +166,68 @@ def _label(test: str) -> str:
     return "slateWrite.match" if test == "match" else test
 
 
+def _equals(output: str, equals: str) -> bool:
+    return output.strip() == equals.strip()
+
+
 def judge_equals(output: str, equals: str) -> tuple[Judgement, str]:
     """An output against an `equals:` gate: the stripped output equals the string."""
-    ok = output.strip() == equals.strip()
+    ok = _equals(output, equals)
     return (Judgement(test="equals", matched=ok),
             f"output {'equals' if ok else 'does not equal'} {equals!r}")
+
+
+@lru_cache(maxsize=8192)
+def extraction(output: str) -> Extraction:
+    """`jsonx.extract` of an output, kept: re-judging the same outputs against the next edit is the common case."""
+    return extract(output)
+
+
+class Judge:
+    """The verdicts of many outputs against tests, each output extracted once and each distinct (schema, JSON
+    value) validated once; what it decides is what `judge`, `judge_json` and `judge_equals` decide.
+
+    An output that matched before (`old`) is checked by one full pass that also yields jsonschema's best
+    error, so a flip to "no match" costs nothing more (a valid value is traversed whole by `is_valid` too);
+    one that failed before is checked by `is_valid`, which stops at the first error, and a flip to "match"
+    needs no error (its deciding keyword is the recorded one)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int], tuple[bool, Any]] = {}
+        self._keep: list = []       # keeps the schemas alive while their ids key the cache
+
+    def matches(self, test: str, arg: Any, output: str, old: bool | None = None) -> bool:
+        """Whether `output` passes `test` ("equals", or a schema test: requestMatch, jsonMatches, match)."""
+        if test == "equals":
+            return _equals(output, str(arg))
+        ext = extraction(output)
+        if not ext.found:
+            return False
+        key = (id(arg), id(ext))
+        got = self._seen.get(key)
+        if got is None:
+            v = validator(arg)
+            with _applying():
+                if old:
+                    err = _best_error(v, ext.value)
+                    got = (err is None, err)
+                else:
+                    got = (v.is_valid(ext.value), None)
+            self._keep.append((arg, ext))
+            self._seen[key] = got
+        return got[0]
+
+    def error(self, arg: Any, output: str):
+        """The best error found while judging `output` against `arg`, if that pass computed one."""
+        got = self._seen.get((id(arg), id(extraction(output))))
+        return got[1] if got else None
+
+    def request(self, schema: dict, output: str, valid: bool | None = None) -> Verdict:
+        """`judge` of `output` against requestMatch `schema`, reusing what `matches` found (`valid`)."""
+        return judge_extraction(extraction(output), schema, valid=valid, error=self.error(schema, output))
+
+    def json(self, test: str, arg: Any, output: str, valid: bool | None = None) -> tuple[Judgement, str, Any]:
+        """`judge_json` (or, for "equals", `judge_equals`) of `output`: judgement, reason and the JSON value."""
+        if test == "equals":
+            return (*judge_equals(output, str(arg)), None)
+        return judge_json_extraction(extraction(output), arg, test, valid=valid, error=self.error(arg, output))
