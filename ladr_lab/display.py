@@ -26,7 +26,7 @@ from typing import Any
 __all__ = [
     "COLORS", "Displayable", "Html", "badge", "bar_chart", "clip", "concat", "details", "esc", "fmt_bytes",
     "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "plural", "pre", "render", "root", "table",
-    "tag",
+    "tag", "wanted",
 ]
 
 # One palette for every view: statuses of fetched entries, verdict tags, write and run statuses. Colours are
@@ -235,7 +235,18 @@ class Displayable:
         return self.to_html()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": self.to_text(), "text/html": self.to_html()}
+        # as rich's JupyterMixin, but each view is built only when the front end asks for it
+        data: dict[str, str] = {}
+        if wanted("text/plain", include, exclude):
+            data["text/plain"] = self.to_text()
+        if wanted("text/html", include, exclude):
+            data["text/html"] = self.to_html()
+        return data
+
+
+def wanted(mime: str, include: Any = None, exclude: Any = None) -> bool:
+    """Whether a `_repr_mimebundle_` asked with `include`/`exclude` (IPython's arguments) should hold `mime`."""
+    return (not include or mime in include) and not (exclude and mime in exclude)
 
 
 def render(obj: Any, mime: str = "text/html") -> str:

@@ -206,3 +206,40 @@ def test_folder_and_events_are_displayable():
     from ladr_lab.slate import Folder
     from ladr_lab.trace import Events, LlmCall
     assert issubclass(Folder, Displayable) and issubclass(LlmCall, Displayable) and issubclass(Events, Displayable)
+
+
+# ---- include / exclude (IPython's arguments to _repr_mimebundle_) -----------------------------------------
+
+class _Counted(Displayable):
+    def __init__(self) -> None:
+        self.html_calls = 0
+        self.text_calls = 0
+
+    def to_html(self) -> str:
+        self.html_calls += 1
+        return "<b>x</b>"
+
+    def to_text(self) -> str:
+        self.text_calls += 1
+        return "x"
+
+
+def test_include_text_plain_does_not_build_the_html_view():
+    obj = _Counted()
+    assert obj._repr_mimebundle_(include=["text/plain"]) == {"text/plain": "x"}
+    assert obj.html_calls == 0 and obj.text_calls == 1
+
+
+def test_exclude_removes_the_keys_and_skips_building_them():
+    obj = _Counted()
+    assert obj._repr_mimebundle_(exclude=["text/html"]) == {"text/plain": "x"}
+    assert obj.html_calls == 0
+    assert obj._repr_mimebundle_(exclude={"text/plain"}) == {"text/html": "<b>x</b>"}
+    assert (obj.html_calls, obj.text_calls) == (1, 1)
+    assert obj._repr_mimebundle_(include=["text/html"], exclude=["text/html"]) == {}
+
+
+def test_no_include_or_exclude_builds_both_views_once():
+    obj = _Counted()
+    assert obj._repr_mimebundle_() == {"text/plain": "x", "text/html": "<b>x</b>"}
+    assert (obj.html_calls, obj.text_calls) == (1, 1)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..display import Displayable
 from ..trace import Gate, LlmCall, RunEnd, Trace, Write
-from .positions import Where, as_trace, iter_located, trace_label
+from .positions import Where, iter_located, trace_label
 from .prompts import diff_prompts, format_diffs, text_diff
 
 
@@ -227,7 +227,7 @@ def _all_fetched(trace: Trace) -> set[str]:
 def diff_runs(a: Trace | str | Path, b: Trace | str | Path) -> RunDiff:
     """Compare two recorded runs (Traces or JSONL paths): aligned calls, gates and writes, the first
     divergence, and the deltas of calls, tokens, cost, verdicts, fetched files and writes."""
-    ta, tb = as_trace(a), as_trace(b)
+    ta, tb = Trace.of(a), Trace.of(b)
     ia, ib = _items(ta), _items(tb)
     ka, kb = [k for k, _, _ in ia], [k for k, _, _ in ib]
     rows: list[dict] = []

@@ -1,12 +1,13 @@
 """What recorded outputs are judged against now: an edited ladder, or edited schemas by step."""
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..config import iter_schema_problems
 from ..config.model import Ladder
+from ..config.standalone import read_schema
 from ..errors import ConfigError
 from .positions import as_ladder
 
@@ -80,14 +81,8 @@ class Edits:
 
 
 def _tests_of(step_id: str, value: Any) -> dict[str, Any]:
-    from ..config.keywords import schema_ok
-    from ..config.schemas import metaschema_errors
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            raise ConfigError(f"the schema given for step {step_id!r} is not JSON: {exc}", step_id=step_id,
-                              rule="schema-json") from None
+        value = _read(step_id, value)
     if not isinstance(value, Mapping):
         raise ConfigError(f"the schema given for step {step_id!r} must be a mapping", step_id=step_id,
                           rule="schema-type")
@@ -97,17 +92,32 @@ def _tests_of(step_id: str, value: Any) -> dict[str, Any]:
             tests[test] = str(schema)
             continue
         if isinstance(schema, str):
-            tests[test] = schema = _tests_of(step_id, schema)["requestMatch"]
-        if not isinstance(schema, Mapping) or not schema:
-            raise ConfigError(f"the {test} given for step {step_id!r} must be a non-empty JSON Schema",
-                              step_id=step_id, rule="empty-schema")
-        problems = () if schema_ok(dict(schema)) else metaschema_errors(dict(schema))
-        if problems:
-            path, message = problems[0]
-            raise ConfigError(f"the {test} given for step {step_id!r} is not a valid JSON Schema: {message}"
-                              + (f" (at {'/'.join(map(str, path))})" if path else ""), step_id=step_id,
-                              rule="invalid-schema")
+            tests[test] = schema = _read(step_id, schema)
+        # a $ref that does not resolve is left to the verdict, which says so as the engine's judge does
+        for problem in iter_schema_problems(schema, refs=False):
+            if problem.severity == "error":
+                raise _given(step_id, test, problem)
     return tests
+
+
+def _read(step_id: str, text: str) -> Any:
+    """The value of a schema given as JSON text (ConfigError when it is not JSON)."""
+    value, _pos, error = read_schema(text, "json")
+    if error is not None:
+        raise _given(step_id, "schema", error)
+    return value
+
+
+def _given(step_id: str, test: str, problem: ConfigError) -> ConfigError:
+    """A problem of an edited schema, said of the step it was given for."""
+    if problem.rule in ("schema-type", "empty-schema"):
+        said = "must be a non-empty JSON Schema"
+    elif problem.rule == "schema-json":
+        said = f"is {problem.message}" + (f": line {problem.line} column {problem.column}" if problem.line else "")
+    else:
+        said = f"is not a valid JSON Schema: {problem.message}"
+    return ConfigError(f"the {test} given for step {step_id!r} {said}", step_id=step_id, path=problem.path,
+                       suggestion=problem.suggestion, rule=problem.rule)
 
 
 __all__ = ["Edits"]

@@ -37,7 +37,7 @@ from ..round.vocabulary import MODES
 from ..trace import LlmCall, RunEnd, Trace
 from .lint_listing import hidden_listings
 from .lint_rules import FIXES, registry
-from .positions import as_trace, trace_label
+from .positions import trace_label
 
 NOTHING_NEW = frozenset({"already_in_context", "not_found", "no_match"})
 SEVERITIES = ("error", "warning", "info")
@@ -353,7 +353,7 @@ def lint(ladder: Ladder | str | Path, traces=(), *, knobs: dict | None = None,
     findings += _listing_findings(built, slates)
     tl = _TraceLint(built)
     for t, label in zip(traces, labels, strict=True):
-        tl.add(label, as_trace(t))
+        tl.add(label, Trace.of(t))
     findings += tl.findings()
     return LintReport(name, findings, [], labels)
 

@@ -6,14 +6,13 @@ is the one of their step's latest `step_start` (per caller: a child run counts i
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
-from ..trace import Event, LlmCall, StepStart, Trace, load_trace
+from ..trace import Event, LlmCall, StepStart, Trace
 
 
 @dataclass(frozen=True, order=True)
@@ -65,25 +64,9 @@ def iter_located(events: Iterable[Event]) -> Iterator[tuple[Where | None, Event]
 
 
 def as_trace(trace: Trace | str | Path | Iterable[Any]) -> Trace:
-    """A Trace from a Trace, a JSONL path, or events (typed or as dicts)."""
-    if isinstance(trace, Trace):
-        return _numbered(trace)
-    if isinstance(trace, (str, Path)):
-        return _numbered(load_trace(trace))   # TraceError (a LadrError) names the file and the line
-    t = Trace()
-    for i, e in enumerate(trace):
-        t.events.append(e if isinstance(e, Event) else Event.from_dict(e, i))
-    return _numbered(t)
-
-
-def _numbered(trace: Trace) -> Trace:
-    """The trace itself, or (when some event lacks `seq`, as in a hand-written trace with only SPEC §9's
-    fields) a copy whose events without one are numbered by their position: analyses key on `seq`."""
-    if all(e.seq is not None for e in trace.events):
-        return trace
-    t = Trace()
-    t.events.extend(e if e.seq is not None else dataclasses.replace(e, seq=i) for i, e in enumerate(trace.events))
-    return t
+    """A Trace from a Trace, a Run, a JSONL path, or events (typed or as dicts): `Trace.of`, under the name the
+    analyses read it by."""
+    return Trace.of(trace)
 
 
 def trace_label(trace: Any) -> str:

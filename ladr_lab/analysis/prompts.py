@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..trace import LlmCall, Trace
-from .positions import as_trace
 
 _MAX_DIFF_LINES = 40
 
@@ -64,7 +63,7 @@ def round_diff(trace: Trace | str | Path, step: str, node: int = 1, round: int =
     """How the prompt of `round` differs from the round before it, for one node of one step."""
     if round < 2:
         raise ValueError("round 1 has no round before it; give round >= 2")
-    t = as_trace(trace)
+    t = Trace.of(trace)
     before = t.call(step, node, round - 1, iteration, caller)
     now = t.call(step, node, round, iteration, caller)
     return diff_prompts(before, now, f"round {round - 1}", f"round {round}")

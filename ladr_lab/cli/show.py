@@ -4,14 +4,13 @@ from __future__ import annotations
 import json
 import sys
 
-from ..trace import RunEnd, RunStart
+from ..trace import RunEnd, RunStart, Trace
 from .printer import RoundPrinter
 
 
 def cmd_show(a) -> int:
     """Print a recorded run: its header, then every round, gate and write, then how it ended."""
-    from ..analysis.positions import as_trace
-    trace = as_trace(a.trace)
+    trace = Trace.of(a.trace)
     printer = RoundPrinter(sys.stdout)
     for e in trace.events:
         if isinstance(e, RunStart) and not e.depth:

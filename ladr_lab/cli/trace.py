@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LadrError
+from ..trace import Trace
 from ._common import USAGE_ERROR, _fail, _json_errors, _kv
 
 
@@ -58,9 +59,8 @@ def cmd_diff(a) -> int:
 
 def cmd_prompt(a) -> int:
     """Print one call's prompt as named sections, or (--diff) what changed since the round before."""
-    from ..analysis.positions import as_trace
     from ..analysis.prompts import diff_prompts, format_diffs
-    trace = as_trace(a.trace)
+    trace = Trace.of(a.trace)
     try:
         call = trace.call(a.step, a.node, a.round, a.iteration)
     except KeyError as exc:

@@ -16,6 +16,7 @@ from .model import (
     WriteSpec,
 )
 from .rules import suggest
+from .standalone import iter_schema_problems
 from .watched import WatchedLadder, watch
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "WriteSpec",
     "check_text",
     "iter_problems",
+    "iter_schema_problems",
     "load_ladder",
     "load_ladder_text",
     "suggest",

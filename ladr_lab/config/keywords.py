@@ -26,6 +26,12 @@ _LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _MAP = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
 
 
+def _dialect(schema: dict):
+    # a `$schema` that is not a string (an error the metaschema check reports) is read as the latest draft:
+    # jsonschema's validator_for cannot look it up
+    return dialect(schema if isinstance(schema.get("$schema", ""), str) else {})
+
+
 @lru_cache(maxsize=16)
 def _keywords_of(cls) -> frozenset[str]:
     from urllib.parse import urljoin
@@ -51,7 +57,7 @@ def _keywords_of(cls) -> frozenset[str]:
 
 def dialect_keywords(schema: dict) -> frozenset[str]:
     """Every keyword the schema's dialect knows (its `$schema`, or the latest draft when it has none)."""
-    return _keywords_of(dialect(schema))
+    return _keywords_of(_dialect(schema))
 
 
 def iter_unknown_keywords(schema: Any, known: frozenset[str] | None = None) -> Iterator[tuple[tuple, str, str | None]]:
@@ -117,12 +123,12 @@ def schema_ok(schema: dict) -> bool:
     a schema editor's next keystroke changes one subschema, so only that one is checked again (the
     2020-12 metaschema costs milliseconds per whole schema). False means: ask `metaschema_errors` why."""
     import json
+    if "$schema" in schema and not isinstance(schema["$schema"], str):
+        return False                     # before dialect(), which cannot read a URI that is not a string
     cls = dialect(schema)
     meta = _META.get(cls)
     if meta is None:
         meta = _META[cls] = metaschema_validator(cls)
-    if "$schema" in schema and not isinstance(schema["$schema"], str):
-        return False
     for stub in _stubs(schema):
         key = (cls, json.dumps(stub, sort_keys=True, default=repr))
         ok = _STUB_OK.get(key)

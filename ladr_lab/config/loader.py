@@ -17,8 +17,7 @@ from .knobs import declared_knobs, substitute_knobs
 from .model import Ladder
 from .reader import load_yaml
 from .rules import Site, problem, typename
-from .shape import new_doc
-from .walker import Registry, iter_errors, locate
+from .walker import Registry, iter_errors, locate, new_doc
 
 PathLike = str | os.PathLike
 

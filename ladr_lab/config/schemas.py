@@ -109,7 +109,8 @@ def _check_schema(schema: dict) -> tuple[tuple[tuple, str], ...]:
 TYPE_NAMES = ("array", "boolean", "integer", "null", "number", "object", "string")
 
 
-def _at(schema: Any, path: tuple) -> Any:
+def value_at(schema: Any, path: tuple) -> Any:
+    """The part of `schema` at `path` (None when there is none)."""
     for part in path:
         try:
             schema = schema[part]
@@ -123,7 +124,7 @@ def type_suggestion(schema: dict, path: tuple) -> str | None:
     if not path:
         return None
     in_type = path[-1] == "type" or (len(path) > 1 and path[-2] == "type" and isinstance(path[-1], int))
-    value = _at(schema, path)
+    value = value_at(schema, path)
     if not in_type or not isinstance(value, str) or value in TYPE_NAMES:
         return None
     from .rules import suggest
@@ -137,15 +138,15 @@ def _metaschema(site: Site) -> Iterator[ConfigError]:
         return
     for sub, message in metaschema_errors(schema):
         near = type_suggestion(schema, sub)
-        if near is None and sub and sub[-1] == "type" and isinstance(_at(schema, sub), list):
+        if near is None and sub and sub[-1] == "type" and isinstance(value_at(schema, sub), list):
             # a list of types: name the misspelt entry, not the whole list
-            for i, name in enumerate(_at(schema, sub)):
+            for i, name in enumerate(value_at(schema, sub)):
                 near = type_suggestion(schema, sub + (i,))
                 if near is not None:
                     message = f"{name!r} is not a JSON Schema type"
                     break
         elif near is not None:
-            message = f"{_at(schema, sub)!r} is not a JSON Schema type (one of {', '.join(TYPE_NAMES)})"
+            message = f"{value_at(schema, sub)!r} is not a JSON Schema type (one of {', '.join(TYPE_NAMES)})"
         yield problem(f"{site.what} is not a valid JSON Schema: {message}"
                       + (f" (at {'/'.join(map(str, sub))})" if sub else ""), at=sub, suggestion=near)
 
@@ -202,4 +203,4 @@ def _references(site: Site) -> Iterator[ConfigError]:
         yield problem(f"{site.what} is not usable: {message}", at=sub)
 
 
-__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "reference_problems", "type_suggestion"]
+__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "reference_problems", "type_suggestion", "value_at"]

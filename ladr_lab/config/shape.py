@@ -7,7 +7,7 @@ from typing import Any
 from ..errors import ConfigError, short_repr, short_text
 from ..slate import METATAG_TYPES, SYSTEM_METATAGS, FolderSpec
 from .model import SlateDecl
-from .rules import Doc, Site, children, problem, rule, suggest, typename, whole, yaml_word
+from .rules import Site, children, problem, rule, suggest, typename, whole, yaml_word
 
 TOP_KEYS = ("name", "description", "model", "knobs", "executionBudget", "slates", "steps", "embedder")
 STEP_KEYS = ("id", "type", "nodes", "fields", "systemPrompt", "retrieve", "if", "slateWrite", "steps", "call",
@@ -280,12 +280,4 @@ def _below_folder(site: Site) -> Iterator[Site]:
             yield site.at("file", entry, ("files", k))
 
 
-def new_doc(data: dict, file: str | None, positions: Any, runtime_knobs: dict, base_dir: Any = None) -> Doc:
-    """A Doc for the walker: declarations and step scopes worked out once, before any rule runs."""
-    from .steps import step_scopes
-    doc = Doc(data=data, file=file, positions=positions, slates=declared_slates(data), runtime_knobs=runtime_knobs,
-              base_dir=base_dir)
-    step_scopes(doc)
-    return doc
-
-__all__ = ["declared_slates", "file_entries", "new_doc", "unsafe_name"]
+__all__ = ["declared_slates", "file_entries", "unsafe_name"]

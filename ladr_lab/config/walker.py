@@ -2,12 +2,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from . import keywords, knobs, references, schemas, shape, steps, writes  # noqa: F401  (importing them registers their rules)
 from .rules import CHILDREN, CODES, RULES, Doc, Rule, Site
+from .shape import declared_slates
+from .steps import step_scopes
 
 Registry = Mapping[str, Sequence[tuple[str, Rule]]]
+
+
+def new_doc(data: dict, file: str | None, positions: Any, runtime_knobs: dict, base_dir: Any = None) -> Doc:
+    """A Doc for the walker: declarations and step scopes worked out once, before any rule runs."""
+    doc = Doc(data=data, file=file, positions=positions, slates=declared_slates(data), runtime_knobs=runtime_knobs,
+              base_dir=base_dir)
+    step_scopes(doc)
+    return doc
 
 
 def iter_errors(doc: Doc, registry: Registry | None = None) -> Iterator[ConfigError]:
@@ -44,4 +55,4 @@ def locate(err: ConfigError, site: Site, code: str | None = None) -> ConfigError
         err.line, err.column = lc
     return err
 
-__all__ = ["Registry", "descend", "iter_errors", "locate"]
+__all__ = ["Registry", "descend", "iter_errors", "locate", "new_doc"]

@@ -96,6 +96,7 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
             if not verdict.is_request:
                 x.emit(replace(call, request_match="final", reason=verdict.reason, verdict=verdict.judgement))
                 break
+            assert folder is not None                   # a retrieving step's folder (r is not None here)
             entries = fetch(folder, verdict.request or {}, seen, verdict.top_k, x.limits)
         except Exception as exc:
             # every model output reaches the trace, above all the one whose handling failed

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PathRefused, SlateError
 from ..round.prompt import render_entry
@@ -21,6 +21,9 @@ from ..round.vocabulary import MODES
 from ..search import similar as nearest_files
 from ..slate.metatags import FOLDER_LEVEL
 from ..trace import Fetched
+
+if TYPE_CHECKING:
+    from ..slate import Folder
 
 DEFAULT_TOP_K = 5
 MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
@@ -58,7 +61,7 @@ def _short(value: Any, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def bounded_text(folder, rel: str, max_chars: int) -> tuple[str | None, int | None]:
+def bounded_text(folder: Folder, rel: str, max_chars: int) -> tuple[str | None, int | None]:
     """A file's text cut at `max_chars` with a closing line saying so, and its size in bytes when cut
     (None when whole). Only as much of the file is read as the bound needs."""
     excerpt = folder.read_excerpt(rel, max_chars)
@@ -84,7 +87,7 @@ class _Round:
     it and every later one are hidden: recorded as `left_out` in the trace and counted in one closing
     summary entry (which comes on top of the bound: one line)."""
 
-    def __init__(self, folder, seen: set[str], limits: Limits) -> None:
+    def __init__(self, folder: Folder, seen: set[str], limits: Limits) -> None:
         self.folder = folder
         self.seen = seen
         self.limits = limits
@@ -220,7 +223,7 @@ def _as_list(v: Any) -> list:
     return v if isinstance(v, list) else [v]
 
 
-def fetch(folder, request: dict, seen: set[str], top_k: int | None = None, limits: Limits | None = None) -> list[Entry]:
+def fetch(folder: Folder, request: dict, seen: set[str], top_k: int | None = None, limits: Limits | None = None) -> list[Entry]:
     """Run every mode of `request` against `folder`; `seen` (canonical paths given this step) is updated."""
     rnd = _Round(folder, seen, limits or Limits())
     known = [m for m in MODES if request.get(m) is not None]

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["Judgement", "PromptSection", "SectionSpan", "spans"]
+__all__ = ["Judgement", "PromptSection", "Record", "SectionSpan", "spans"]
 
 
-class _Record:
+class Record:
     """A small typed record inside an event: `_ORDER` lists its keys as the trace writes them; the first
     `_ALWAYS` are always written, the rest only when set; keys a reader does not know stay in `extra`."""
 
@@ -40,7 +40,7 @@ class _Record:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Judgement(_Record):
+class Judgement(Record):
     """Why an output was judged as it was, as data (the `reason` text says the same in words).
 
     `test` is what was applied: "requestMatch", "jsonMatches", "match" (slateWrite) or "equals".

@@ -6,9 +6,9 @@
 """
 from ladr_lab.search.corpus import Corpus, Snapshot
 from ladr_lab.search.dense import DenseIndex, DenseView
-from ladr_lab.search.engine import EmbeddedEngine, SearchEngine
 from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
 from ladr_lab.search.filters import load_filter
+from ladr_lab.search.pipeline import EmbeddedEngine, SearchEngine
 from ladr_lab.search.request import RetrieveRequest, load_request
 from ladr_lab.search.rerank import CrossEncoderReranker, Reranker
 from ladr_lab.search.similar import FolderVectors, folder_vectors, similar

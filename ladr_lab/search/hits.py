@@ -4,7 +4,7 @@ The parts of a hit that depend only on its unit (id, text, meta, citation, trust
 once per unit and cached on the record with their JSON text; a hit adds its score, confidence and
 per-stage scores. `hits_json` writes the JSON without building dicts: the server's hot path.
 
-`confidence` depends only on the query and the hit (see engine.py), never on the other hits.
+`confidence` depends only on the query and the hit (see pipeline.py), never on the other hits.
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from ladr_lab.errors import LadrError
 from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from ladr_lab.search.pipeline import SearchEngine
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -65,7 +66,7 @@ def to_json(obj: Any) -> str:
 class Dispatcher:
     """Answers JSON-RPC messages with a SearchEngine (see the module docstring)."""
 
-    def __init__(self, engine: Any, name: str = "ladr-lab", version: str = "0.1.0") -> None:
+    def __init__(self, engine: SearchEngine, name: str = "ladr-lab", version: str = "0.1.0") -> None:
         self.engine = engine
         self.info = {"name": name, "version": version}
 

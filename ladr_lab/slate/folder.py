@@ -4,7 +4,7 @@ Everything a step may touch goes through `resolve()` (see paths.py); files are r
 bounded excerpt (reading.py). Listings come from the cached tree (cache.py), brought up to date at
 the start of every read (file-system notifications, or a re-stat where there are none), so a file
 another program edited is listed as it is now. Writes are atomic (temporary file under
-`.ladr/tmp`, fsync, `os.replace`, directory fsync) and serialized per file across threads and
+`.ladr/tmp`, fsync, `os.replace`, directory fsync: writing.py) and serialized per file across threads and
 processes (locks.py). The folder's bookkeeping lives in its hidden `.ladr/` directory and its
 `.metatags.json`; neither is ever listed.
 
@@ -12,12 +12,10 @@ Every method that takes a path takes a `str` or an `os.PathLike`.
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import stat
 import threading
-import time
 import unicodedata
 import weakref
 from collections.abc import Callable
@@ -29,7 +27,7 @@ from ladr_lab.errors import PathRefused, SlateError
 from ladr_lab.slate.cache import DirNode, FileRec, ReadOnlyDict, Tree
 from ladr_lab.slate.embed import Embedder
 from ladr_lab.slate.globbing import compile_glob, walk_glob
-from ladr_lab.slate.locks import file_lock, fsync_dir, stripe_name, write_temp
+from ladr_lab.slate.locks import file_lock, fsync_dir, write_temp
 from ladr_lab.slate.metatags import (
     FOLDER_LEVEL,
     SIDECAR,
@@ -45,24 +43,15 @@ from ladr_lab.slate.reading import Excerpt, check_max_chars, read_regular_excerp
 from ladr_lab.slate.spec import FolderSpec
 from ladr_lab.slate.vectors import VectorCache
 from ladr_lab.slate.watch import Subscription, get_hub
+from ladr_lab.slate.writing import FolderWriter
 
 Rel = str | os.PathLike
-
-_STALE_TMP_SECONDS = 3600
-
 
 def _json_copy(value: Any) -> Any:
     # Values handed out must not alias the cache; a JSON round trip is the fastest deep copy here.
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return json.loads(json.dumps(value))
-
-
-def _lstat(path: str) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
 
 
 def _same_name(names, part: str) -> str | None:
@@ -106,12 +95,9 @@ class Folder(Displayable):
             # holds the subscription, never the folder, and only hands it to the hub (see watch.py).
             weakref.finalize(self, sub.close_later)
         self._sidecar = Sidecar(os.path.join(self._dir, SIDECAR))
-        self._ladr = os.path.join(self._dir, ".ladr")
-        self._tmp = os.path.join(self._ladr, "tmp")
-        self._locks = os.path.join(self._ladr, "locks")
-        self._created = CreatedLog(os.path.join(self._ladr, "created.log"))
+        self._created = CreatedLog(os.path.join(self._dir, ".ladr", "created.log"))
         self._vectors = VectorCache(embedder, self._read_listed)
-        self._swept = False
+        self._writer = FolderWriter(self.name, self._dir, self._lock, self._tree, self._vectors, self._created)
 
     def __repr__(self) -> str:
         return f"Folder({self.name!r}, {self._dir!r})"
@@ -357,8 +343,8 @@ class Folder(Displayable):
         norm = normalize_rel(rel)
         if not self.exists(norm):
             raise SlateError(f'cannot set metatag "{name}": no file "{norm}" in folder "{self.name}"')
-        self._ensure_infra()
-        with file_lock(os.path.join(self._locks, "metatags.lock")):
+        self._writer.ensure_infra()
+        with file_lock(os.path.join(self._writer.locks, "metatags.lock")):
             with self._lock:
                 data = self._sidecar.load()
             entry = dict(data.get(norm) or {})
@@ -376,9 +362,9 @@ class Folder(Displayable):
             else:
                 new.pop(norm, None)
             raw = Sidecar.serialize(new)
-            tmp = write_temp(self._tmp, raw)
+            tmp = write_temp(self._writer.tmp, raw)
             with self._lock:
-                st = self._replace(tmp, self._sidecar.path)
+                st = self._writer.replace(tmp, self._sidecar.path)
                 self._sidecar.adopt(new, st)
             fsync_dir(self._dir)
         return _json_copy(value)
@@ -386,124 +372,11 @@ class Folder(Displayable):
     # --- writes ---------------------------------------------------------------------------------
     def write_text(self, rel: Rel, text: str) -> None:
         """Replace the file's contents with `text` (creating it and its parents); atomic, serialized."""
-        self._write(rel, lambda _read: text)
+        self._writer.write(rel, lambda _read: text, self.read_text)
 
     def update_text(self, rel: Rel, fn: Callable[[str | None], str]) -> str:
         """Read-modify-write a file under its lock: `fn(old text or None)` gives the new text."""
-        return self._write(rel, lambda read: fn(read()))
-
-    def _write(self, rel: Rel, produce: Callable[[Callable[[], str | None]], str]) -> str:
-        norm = normalize_rel(rel)
-        parts = norm.split("/")
-        dir_rel, name = "/".join(parts[:-1]), parts[-1]
-        target = os.path.join(self._dir, norm)
-        self._ensure_infra()
-        with file_lock(os.path.join(self._locks, stripe_name(norm))):
-            before = self._check_write_target(norm, target)
-            text = produce(lambda: self.read_text(norm) if before is not None else None)
-            if not isinstance(text, str):
-                raise SlateError(f'new contents of "{norm}" must be a string, not {type(text).__name__}')
-            try:
-                data = text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise SlateError(f'cannot encode new contents of "{norm}" as UTF-8: {exc}') from exc
-            vector = self._vectors.embed_quietly(text) if self._vectors.active else None
-            self._ensure_dirs(dir_rel)
-            mode = stat.S_IMODE(before.st_mode) if before is not None else None
-            tmp = write_temp(self._tmp, data) if mode is None else write_temp(self._tmp, data, mode)
-            with self._lock:
-                st = self._replace(tmp, target, dir_rel, name)
-                if vector is not None:
-                    self._vectors.put(norm, st.st_size, st.st_mtime_ns, vector)
-                if before is None:
-                    self._created.record(norm, st.st_mtime_ns)
-                elif self._created.get(norm) is None:
-                    self._created.record(norm, fallback_created_ns(before))
-            fsync_dir(os.path.dirname(target))
-        return text
-
-    def _check_write_target(self, norm: str, target: str) -> os.stat_result | None:
-        """Refuse writes through links or onto non-files; return the target's lstat (None if new)."""
-        path = self._dir
-        parts = norm.split("/")
-        for i, part in enumerate(parts):
-            path = os.path.join(path, part)
-            st = _lstat(path)
-            if st is None:
-                return None
-            if stat.S_ISLNK(st.st_mode):
-                raise PathRefused(f'writes never go through links: "{"/".join(parts[: i + 1])}" is a link')
-            last = i == len(parts) - 1
-            if not last and not stat.S_ISDIR(st.st_mode):
-                raise SlateError(f'cannot write "{norm}": "{"/".join(parts[: i + 1])}" is not a directory')
-            if last and not stat.S_ISREG(st.st_mode):
-                raise SlateError(f'cannot write "{norm}": it exists and is not a regular file')
-        return st
-
-    def _ensure_infra(self) -> None:
-        if not self._swept:
-            self._swept = True
-            self._sweep_tmp()
-        if os.path.isdir(self._tmp) and os.path.isdir(self._locks):
-            return
-        with self._lock:
-            try:
-                os.makedirs(self._dir, exist_ok=True)
-                os.makedirs(self._ladr, exist_ok=True)
-                os.makedirs(self._tmp, exist_ok=True)
-                os.makedirs(self._locks, exist_ok=True)
-            except OSError as exc:
-                raise SlateError(f'cannot create folder "{self.name}" at {self._dir}: {exc}') from exc
-
-    def _sweep_tmp(self) -> None:
-        # A process killed between writing a temporary file and renaming it leaves the file behind;
-        # only old ones are removed, so another process's write in flight is never disturbed.
-        try:
-            with os.scandir(self._tmp) as it:
-                stale = [e.path for e in it
-                         if e.is_file(follow_symlinks=False)
-                         and time.time() - e.stat(follow_symlinks=False).st_mtime > _STALE_TMP_SECONDS]
-        except OSError:
-            return
-        for path in stale:
-            _unlink_quietly(path)
-
-    def _ensure_dirs(self, dir_rel: str) -> None:
-        if not dir_rel:
-            return
-        parent_rel, path = "", self._dir
-        for part in dir_rel.split("/"):
-            path = os.path.join(path, part)
-            if not os.path.isdir(path):
-                with self._lock:
-                    try:
-                        os.mkdir(path)
-                    except FileExistsError:
-                        pass
-                    except OSError as exc:
-                        raise SlateError(f"cannot create directory {path}: {exc}") from exc
-                    self._tree.note_dir(parent_rel, part, os.stat(path))
-            parent_rel = f"{parent_rel}/{part}" if parent_rel else part
-
-    def _replace(self, tmp: str, target: str, dir_rel: str = "", name: str | None = None) -> os.stat_result:
-        """Rename `tmp` over `target` and patch the cache (when `name` is a listed file); the caller
-        holds self._lock."""
-        parent = os.path.dirname(target)
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                _unlink_quietly(tmp)
-                raise SlateError(f"cannot write {target}: {exc}") from exc
-            # `.ladr/tmp` is on another file system (a mount below the folder): copy beside the target.
-            with open(tmp, "rb") as fh:
-                data = fh.read()
-            _unlink_quietly(tmp)
-            os.replace(write_temp(parent, data), target)
-        st = os.stat(target)
-        if name is not None:
-            self._tree.note_file(dir_rel, name, st)
-        return st
+        return self._writer.write(rel, lambda read: fn(read()), self.read_text)
 
     # --- similarity -----------------------------------------------------------------------------
     @property
@@ -543,9 +416,3 @@ class Folder(Displayable):
             root = self._tree.sync()
             return root is not None and self._tree.watched_dirs() > 0 and not self._tree.has_unwatched()
 
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

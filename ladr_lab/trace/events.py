@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ..display import Displayable
 from ..round.prompt import split_sections
-from ..round.records import Judgement, PromptSection, SectionSpan, _Record, spans
+from ..round.records import Judgement, PromptSection, Record, SectionSpan, spans
 
 __all__ = [
     "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalFailure", "Judgement", "LlmCall", "LlmCallFailed",
@@ -30,7 +30,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class Fetched(_Record):
+class Fetched(Record):
     """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
 
     path: str = ""                  # canonical folder-relative path (or the query label of a mode)
@@ -173,7 +173,7 @@ def _missing(name: str, annotation: str) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, _Record):
+    if isinstance(value, Record):
         return value.to_dict()
     if isinstance(value, SectionSpan):
         return value.to_list()

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +58,39 @@ class Trace(Displayable):
             self._own_sink = True
         elif sink is not None:
             self._sink = sink
+
+    @classmethod
+    def of(cls, source: Trace | str | Path | Iterable[Any] | Any) -> Trace:
+        """The Trace of a Trace, a Run (anything whose `.trace` is a Trace), a JSONL path, or events (typed, or
+        dicts as in a JSONL file); events without a `seq` are numbered by their position.
+
+        A Trace whose events all have a `seq` (any recorded or loaded one) is returned itself, so a view of a
+        live run keeps listening to it; otherwise a copy is made, since analyses key on `seq`. A path that
+        cannot be read raises TraceError (naming the file and line)."""
+        if isinstance(source, Trace):
+            return source._numbered()
+        inner = getattr(source, "trace", None)      # a Run, duck-typed: trace never imports the engine
+        if isinstance(inner, Trace):
+            return inner._numbered()
+        if isinstance(source, (str, Path)):
+            return load_trace(source)._numbered()
+        if isinstance(source, (bytes, Mapping)) or not isinstance(source, Iterable):
+            raise TypeError("Trace.of takes a Trace, a Run, a JSONL path or events, "
+                            f"not {type(source).__name__}")
+        t = cls()
+        for i, e in enumerate(source):
+            t.events.append(e if isinstance(e, Event) else Event.from_dict(e, i))
+        return t._numbered()
+
+    def _numbered(self) -> Trace:
+        """The trace itself, or (when some event lacks `seq`, as in a hand-written trace with only SPEC §9's
+        fields) a copy whose events without one are numbered by their position."""
+        if all(e.seq is not None for e in self.events):
+            return self
+        t = Trace()
+        t.events.extend(e if e.seq is not None else dataclasses.replace(e, seq=i) for i, e in enumerate(self.events))
+        t.torn_line = self.torn_line
+        return t
 
     # ---- recording -------------------------------------------------------------------------------------
     def emit(self, event: Event) -> Event:

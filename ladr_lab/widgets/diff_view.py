@@ -29,12 +29,6 @@ def _name(given: Any, trace: Trace, side: str) -> str:
     return f"{side}: {start.get('ladder')}" + (f" ({inputs[:80]})" if inputs else "")
 
 
-def _trace(x: Any) -> Any:
-    """A Trace or path from a Trace, a Run or a JSONL path."""
-    t = getattr(x, "trace", None)
-    return t if isinstance(t, Trace) else x
-
-
 class DiffView(View):
     """`DiffView(a, b)`: two runs (Traces, Runs or JSONL paths) compared, or a RunDiff already made (`a`)."""
 
@@ -44,10 +38,9 @@ class DiffView(View):
                  names: tuple[str, str] | None = None) -> None:
         super().__init__()
         w = ipw()
-        from ..analysis.positions import as_trace
         if isinstance(a, RunDiff):
             raise TypeError("DiffView(a, b) compares two runs: give the traces (the RunDiff keeps no events)")
-        self.a, self.b = as_trace(_trace(a)), as_trace(_trace(b))
+        self.a, self.b = Trace.of(a), Trace.of(b)
         self.diff: RunDiff = diff_runs(self.a, self.b)
         if names is not None:
             self.diff.a, self.diff.b = names

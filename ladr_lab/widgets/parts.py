@@ -13,13 +13,14 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ..display import Html, esc, note, pre, tag
+from ..display import Html, esc, note, pre, tag, wanted
 
 __all__ = ["CHUNK", "PAGE", "Fold", "PagedText", "Pager", "View", "button", "head_html", "html", "ipw", "layout",
            "message_html", "shared"]
 
 PAGE = 50            # items a pager shows at once
 CHUNK = 20_000       # characters a PagedText adds at a time
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"    # the live widget's MIME type
 
 # A few rules for the views' own parts (a <style> in an HTML widget applies to the page, also while that widget
 # is hidden): ipywidgets gives HTML content the line height of a button row (28px), which spreads text out.
@@ -75,12 +76,15 @@ class View:
         return f"<{type(self).__name__} ({self.css_class})>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        fallback = self.static_html()
-        if fallback:
-            data["text/html"] = fallback
+        data: dict = {}
+        if wanted(WIDGET_VIEW, include, exclude):
+            data.update(self.widget._repr_mimebundle_(**kwargs) or {})
+        if wanted("text/html", include, exclude):      # the static view is built only when asked for
+            fallback = self.static_html()
+            if fallback:
+                data["text/html"] = fallback
         data["text/plain"] = repr(self)      # not ipywidgets' `VBox(children=(HTML(value='<style>…`
-        return data
+        return {k: v for k, v in data.items() if wanted(k, include, exclude)}
 
     def close(self) -> None:
         """Stop listening (to a trace, to a run) and close the view's widgets."""

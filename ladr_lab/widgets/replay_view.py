@@ -60,11 +60,10 @@ class ReplayView(View):
 
     @staticmethod
     def _recorded(trace: Any) -> tuple[Trace, Path]:
-        from ..analysis.positions import as_trace
         t = getattr(trace, "trace", trace)
         if isinstance(t, (str, Path)):
-            return as_trace(t), Path(t)
-        t = as_trace(t)
+            return Trace.of(t), Path(t)
+        t = Trace.of(t)
         # ReplayModel reads a JSONL file: write an in-memory trace to one
         fh = tempfile.NamedTemporaryFile("w", suffix=".jsonl", prefix="ladr-replay-", delete=False)
         fh.close()

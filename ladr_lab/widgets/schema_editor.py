@@ -2,11 +2,12 @@
 would flip.
 
 On every change of the text: it is parsed (a YAML or JSON syntax error is shown at its line), checked against
-its metaschema (each error at the line of the offending part), checked for keywords its dialect does not know
-(`requried`), and every recorded output of the step (in one trace, several, or a whole evaluation) is judged
-again with `rejudge` (no model call). Each flip is listed with the deciding keyword and its schema and instance
-paths, and what it would change downstream. Lint's findings for the step are shown for the edited ladder.
-`apply()` returns the edited Ladder (its YAML rewritten in place, see `analysis/rewrite.py`) and `to_yaml()`
+its metaschema (each error at the line of the offending part) and for `$ref`s that do not resolve, checked for
+keywords its dialect does not know (`requried`), all by `config.iter_schema_problems`; then every recorded
+output of the step (in one trace, several, or a whole evaluation) is judged again with `rejudge` (no model call).
+Each flip is listed with the deciding keyword and its schema and instance paths, and what it would change
+downstream. Lint's findings for the step are shown for the edited ladder.
+`apply()` returns the edited Ladder (its YAML rewritten in place, see `config/rewrite.py`) and `to_yaml()`
 its text; the Apply button warns when the edit also changes other steps (a schema shared through a YAML
 anchor) or when the ladder had to be written out again, losing its comments (`editor.rewrite.warnings`).
 """
@@ -20,8 +21,16 @@ from typing import Any
 from ..analysis import lint, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
-from ..analysis.rewrite import TEST_KEYS, SchemaRewrite, rewrite_schema, schema_text, to_yaml_text
-from ..config import Ladder, load_ladder
+from ..config import Ladder, iter_schema_problems, load_ladder
+from ..config.rewrite import (
+    TEST_KEYS,
+    SchemaRewrite,
+    current_schema,
+    rewrite_schema,
+    schema_text,
+    to_yaml_text,
+)
+from ..config.standalone import read_schema
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
 from ..evaluation import Evaluation, load_evaluation
@@ -39,34 +48,18 @@ def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
     out: list[tuple[str, Trace]] = []
     items = trace if isinstance(trace, (list, tuple)) else ([] if trace is None else [trace])
     for i, t in enumerate(items, 1):
-        if isinstance(t, Trace):
-            out.append((f"trace {i}" if len(items) > 1 else "trace", t))
-        elif isinstance(getattr(t, "trace", None), Trace):
-            out.append((f"run {i}" if len(items) > 1 else "run", t.trace))
-        else:
-            from ..analysis.positions import as_trace
-            out.append((str(t), as_trace(t)))
+        kind = "trace" if isinstance(t, Trace) else "run" if isinstance(getattr(t, "trace", None), Trace) else None
+        label = str(t) if kind is None else f"{kind} {i}" if len(items) > 1 else kind
+        out.append((label, Trace.of(t)))
     if evaluation is not None:
         ev = evaluation if isinstance(evaluation, Evaluation) else load_evaluation(evaluation)
         out += [(f"row {rid}", t) for rid, t in ev.traces()]
     return out
 
 
-def _value_at(value: Any, path: tuple) -> Any:
-    """The part of `value` at `path` (None when there is none)."""
-    for part in path:
-        try:
-            value = value[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return value
-
-
-def _line_of(positions: Any, path: tuple, *, key: bool = False) -> int | None:
-    if positions is None:
-        return None
-    lc = positions.of(tuple(path), key=key)
-    return None if lc is None else lc[0]
+def _said(problem: ConfigError) -> str:
+    """A problem as the editor lists it: `line N: message`."""
+    return (f"line {problem.line}: " if problem.line else "") + problem.message
 
 
 class RequestMatchEditor(View):
@@ -89,8 +82,7 @@ class RequestMatchEditor(View):
         if test not in TEST_KEYS:
             raise ValueError(f"test must be one of {', '.join(TEST_KEYS)} (got {test!r})")
         self.original_text = schema_text(self.ladder, step, test)      # ConfigError when the step has none
-        from ..analysis.rewrite import _current
-        self.original: dict = _current(self.ladder.step(step), test)
+        self.original: dict = current_schema(self.ladder.step(step), test)
         self.traces = _traces(trace, evaluation)
         recorded = sum(len(t.calls()) for _, t in self.traces)
         # re-judging costs about what validating each recorded output costs (jsonschema: ~0.1 ms each): with many,
@@ -154,43 +146,13 @@ class RequestMatchEditor(View):
     # ---- parsing and checking ------------------------------------------------------------------------
     def _parse(self, text: str, fmt: str | None = None) -> tuple[Any, Any, list[str]]:
         """(value, positions, syntax errors) of `text` read as `fmt` (default: the format chosen)."""
-        from ..config.reader import load_yaml
-        fmt = fmt or self.format.value
-        if fmt == "JSON":
-            try:
-                value = json.loads(text)
-            except ValueError as exc:
-                line = getattr(exc, "lineno", None)
-                return None, None, [f"line {line}: not JSON: {getattr(exc, 'msg', exc)}" if line else f"not JSON: {exc}"]
-        try:
-            value, pos = load_yaml(text)
-        except ConfigError as exc:
-            if fmt == "JSON":
-                return value, None, []
-            return None, None, [(f"line {exc.line}: " if exc.line else "") + exc.message]
-        return value, pos, []
+        value, pos, error = read_schema(text, fmt or self.format.value)
+        return value, pos, [] if error is None else [_said(error)]
 
     def _check(self, value: Any, pos: Any) -> list[str]:
-        from ..config.keywords import iter_unknown_keywords, schema_ok
-        from ..config.schemas import TYPE_NAMES, metaschema_errors, type_suggestion
-        if not isinstance(value, dict) or not value:
-            return ["the schema must be a non-empty mapping (a JSON Schema object)"]
-        problems = [] if schema_ok(value) else list(metaschema_errors(value))
-        errors = []
-        for path, message in problems:
-            line = _line_of(pos, tuple(path))
-            hint = type_suggestion(value, tuple(path))
-            if hint or (path and path[-1] == "type"):
-                message = f"{_value_at(value, path)!r} is not a JSON Schema type ({', '.join(TYPE_NAMES)})" \
-                    + (f'; did you mean "{hint}"?' if hint else "")
-            errors.append((f"line {line}: " if line else "") + f"{message}"
-                          + (f" (at {'/'.join(map(str, path))})" if path else ""))
-        self.warnings = []
-        for path, key, hint in iter_unknown_keywords(value):
-            line = _line_of(pos, tuple(path), key=True)
-            self.warnings.append((f"line {line}: " if line else "") + f'unknown keyword "{key}"'
-                                 + (f' (did you mean "{hint}"?)' if hint else "") + " — JSON Schema ignores it")
-        return errors
+        problems = list(iter_schema_problems(value, positions=pos))
+        self.warnings = [_said(p) for p in problems if p.severity != "error"]
+        return [_said(p) for p in problems if p.severity == "error"]
 
     # ---- the live part -------------------------------------------------------------------------------
     def _changed(self) -> None:

@@ -8,12 +8,11 @@ Everything it says comes from `trace/story.py` and is drawn by `trace/html.py`, 
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from ..display import badge, concat, note, plural, tag
-from ..trace import Event, Trace, load_trace
+from ..trace import Event, Trace
 from ..trace.html import (
     gate_html,
     prompt_chart,
@@ -30,22 +29,6 @@ from .parts import CHUNK, PAGE, Fold, Pager, View, head_html, html, ipw, paged
 __all__ = ["TraceView"]
 
 STATIC_CHARS = 50_000      # the static fallback of a live view stays small
-
-
-def _as_trace(source: Any) -> tuple[Trace, Any]:
-    """(the trace, the Run it belongs to or None) of a Trace, a Run, a JSONL path or a list of events."""
-    if isinstance(source, Trace):
-        return source, None
-    trace = getattr(source, "trace", None)
-    if isinstance(trace, Trace):
-        return trace, source
-    if isinstance(source, (str, Path)):
-        return load_trace(source), None
-    if source is None:
-        return Trace(), None
-    t = Trace()
-    t.events.extend(source if isinstance(source, Iterable) else [])
-    return t, None
 
 
 class _NodeBody:
@@ -168,7 +151,8 @@ class TraceView(View):
     def set_source(self, trace_or_run: Any) -> None:
         """Show another trace or run (detaching from the previous one)."""
         self._stack.close()
-        self.trace, self.run = _as_trace(trace_or_run)
+        self.trace = Trace() if trace_or_run is None else Trace.of(trace_or_run)
+        self.run = trace_or_run if isinstance(getattr(trace_or_run, "trace", None), Trace) else None
         self.outline = Outline.of(self.trace.events)
         self._rows.clear()
         self._round_folds.clear()

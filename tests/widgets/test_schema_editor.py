@@ -239,3 +239,13 @@ def test_trace_findings_after_an_edit_are_marked_before_your_edit(recorded):
     assert "lint, before your edit" in ed.lint_html.value
     ed.revert()
     assert ed.findings_before_edit == [] and "before your edit" not in ed.lint_html.value
+
+
+def test_a_ref_that_does_not_resolve_and_an_unknown_keyword_at_its_own_line(recorded):
+    lad, runs = recorded
+    ed = RequestMatchEditor(lad, "research", trace=runs)
+    ed.set_text("type: object\nrequried: [request]\nproperties:\n  request: {$ref: '#/$defs/nope'}")
+    assert ed.schema is None and len(ed.errors) == 1 and ed.errors[0].startswith("line 4: $ref '#/$defs/nope'")
+    assert ed.warnings == ['line 2: unknown keyword "requried" (did you mean "required"?) — JSON Schema ignores it']
+    ed.set_text("$schema: 3\ntype: object")             # once an AttributeError inside jsonschema
+    assert ed.errors == ["line 1: $schema must be a metaschema URI (a string) (at $schema)"]

@@ -41,3 +41,14 @@ def test_the_documented_priority_exports_the_static_view_instead_of_the_widget(l
     static, _ = nbconvert.HTMLExporter(config=config).from_notebook_node(nb)
     assert f'<script type="{WIDGET_VIEW}">' not in static            # nothing for the CDN's widget manager to fill
     assert "research" in static and "3 rounds" in static    # the view itself, readable offline
+
+
+def test_a_view_builds_only_the_mime_types_asked_for(monkeypatch, ladder, slates):
+    view = TraceView(scripted_run(ladder, slates))
+    calls = []
+    real = type(view).static_html
+    monkeypatch.setattr(type(view), "static_html", lambda self: calls.append(1) or real(self))
+    assert set(view._repr_mimebundle_(include=["text/plain"])) == {"text/plain"} and calls == []
+    assert set(view._repr_mimebundle_(exclude=["text/html"])) == {"text/plain", WIDGET_VIEW} and calls == []
+    assert set(view._repr_mimebundle_(exclude=[WIDGET_VIEW])) == {"text/plain", "text/html"} and calls == [1]
+    assert set(view._repr_mimebundle_()) == {"text/plain", "text/html", WIDGET_VIEW}

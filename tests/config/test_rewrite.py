@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ladr_lab.analysis.rewrite import replace_schema, rewrite_schema, schema_text, to_yaml_text
 from ladr_lab.config import load_ladder_text
+from ladr_lab.config.rewrite import replace_schema, rewrite_schema, schema_text, to_yaml_text
 from ladr_lab.errors import ConfigError, ConfigErrors
 
 HEAD = """name: x   # keep me
@@ -165,7 +165,7 @@ def test_a_schema_shared_by_nobody_reports_nothing():
 
 
 def test_a_whole_document_rewrite_says_its_comments_are_lost(monkeypatch):
-    from ladr_lab.analysis import rewrite
+    from ladr_lab.config import rewrite
     monkeypatch.setattr(rewrite, "_splice", lambda *a, **k: None)     # a document the splice cannot handle
     r = rewrite_schema(load_ladder_text(BLOCK), "r", {"type": "object"})
     assert r.rewritten and "# keep me" not in r.ladder.text

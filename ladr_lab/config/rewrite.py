@@ -20,10 +20,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..config.model import Ladder
 from ..errors import ConfigError, ConfigErrors
+from .model import Ladder
 
-__all__ = ["TEST_KEYS", "SchemaRewrite", "replace_schema", "rewrite_schema", "schema_text", "to_yaml_text"]
+__all__ = ["TEST_KEYS", "SchemaRewrite", "current_schema", "replace_schema", "rewrite_schema", "schema_text",
+           "to_yaml_text"]
 
 # the test a schema edit names -> where it sits under the step
 TEST_KEYS = {"requestMatch": ("retrieve", "requestMatch"), "jsonMatches": ("if", "jsonMatches"),
@@ -190,7 +191,7 @@ def schema_text(ladder: Ladder, step_id: str, test: str = "requestMatch") -> str
     step = ladder.step(step_id)
     if step is None:
         raise ConfigError(f'the ladder has no step "{step_id}"', step_id=step_id, rule="edit-step")
-    value = _current(step, test)
+    value = current_schema(step, test)
     if value is None:
         raise ConfigError(f'Step "{step_id}" has no {".".join(TEST_KEYS.get(test, (test,)))} to edit',
                           step_id=step_id, rule="edit-test")
@@ -213,7 +214,8 @@ def schema_text(ladder: Ladder, step_id: str, test: str = "requestMatch") -> str
     return to_yaml_text(value)
 
 
-def _current(step: Any, test: str) -> Any:
+def current_schema(step: Any, test: str) -> Any:
+    """The schema a step's `test` (a key of `TEST_KEYS`) holds, or None when the step has none."""
     if test == "requestMatch":
         return step.retrieve.request_match if step.retrieve else None
     if test == "jsonMatches":
@@ -314,14 +316,14 @@ def rewrite_schema(ladder: Ladder, step_id: str, schema: dict, test: str = "requ
                    text: str | None = None) -> SchemaRewrite:
     """`replace_schema`, reporting the other steps that share the schema through a YAML anchor and whether
     the whole document was written out again (its comments lost)."""
-    from ..config import check_text
+    from .loader import check_text
     if test not in TEST_KEYS:
         raise ConfigError(f"cannot edit {test!r}: give one of {', '.join(TEST_KEYS)}", step_id=step_id,
                           rule="edit-test")
     step = ladder.step(step_id)
     if step is None:
         raise ConfigError(f'the ladder has no step "{step_id}"', step_id=step_id, rule="edit-step")
-    if _current(step, test) is None:
+    if current_schema(step, test) is None:
         raise ConfigError(f'Step "{step_id}" has no {".".join(TEST_KEYS[test])} to edit', step_id=step_id,
                           rule="edit-test")
     path = tuple(step.path) + TEST_KEYS[test]
@@ -340,7 +342,7 @@ def rewrite_schema(ladder: Ladder, step_id: str, schema: dict, test: str = "requ
         if built is None:
             continue
         now = built.step(step_id)
-        if now is not None and _current(now, test) == schema:
+        if now is not None and current_schema(now, test) == schema:
             return SchemaRewrite(built, anchor=anchor, shared_with=shared, unshared=alias, rewritten=dumped)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
