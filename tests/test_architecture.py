@@ -281,3 +281,16 @@ def test_a_package_html_module_is_imported_by_its_siblings_only_inside_functions
                         lazy += 1
     assert problems == []
     assert lazy >= 5        # the engine's, trace's, config's, analysis's and slate's views are found
+
+
+def test_one_import_style_inside_the_package():
+    """Modules of ladr_lab import each other relatively (`from ..slate import Folder`), never by the absolute
+    `ladr_lab.` name: one style, chosen once."""
+    absolute = []
+    for rel, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "ladr_lab":
+                absolute.append(f"{rel}:{node.lineno}")
+            elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "ladr_lab" for a in node.names):
+                absolute.append(f"{rel}:{node.lineno}")
+    assert absolute == []

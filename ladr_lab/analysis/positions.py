@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.model import Ladder
-from ..trace import Event, LlmCall, StepStart, Trace
+from ..trace import Event, LlmCall, StepStart
 
 
 @dataclass(frozen=True, order=True)
@@ -63,12 +63,6 @@ def iter_located(events: Iterable[Event]) -> Iterator[tuple[Where | None, Event]
         yield where(e, iterations), e
 
 
-def as_trace(trace: Trace | str | Path | Iterable[Any]) -> Trace:
-    """A Trace from a Trace, a Run, a JSONL path, or events (typed or as dicts): `Trace.of`, under the name the
-    analyses read it by."""
-    return Trace.of(trace)
-
-
 def trace_label(trace: Any) -> str:
     """How reports name a trace: its path, or "trace"."""
     return str(trace) if isinstance(trace, (str, Path)) else "trace"
@@ -82,4 +76,4 @@ def as_ladder(ladder: Ladder | str | Path) -> Ladder:
     return load_ladder(ladder)
 
 
-__all__ = ["Where", "as_ladder", "as_trace", "iter_located", "trace_label", "where"]
+__all__ = ["Where", "as_ladder", "iter_located", "trace_label", "where"]

@@ -27,7 +27,7 @@ from ..round.verdict import Judge
 from ..trace import Call, Gate, LlmCall, StepEnd, Trace, Write
 from .edits import Edits
 from .effects import UNKNOWN, Effect, Fetcher, after_final, describe_action
-from .positions import Where, as_trace, iter_located
+from .positions import Where, iter_located
 
 COLUMNS = ("seq", "kind", "test", "step", "node", "round", "iteration", "caller", "forced", "old", "new",
            "flipped", "keyword", "schema_path", "instance_path", "message", "extraction", "form", "changed",
@@ -327,7 +327,7 @@ def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mappin
     NoStepsInCommon when the ladder has none of the trace's steps."""
     if detail not in ("flips", "all"):
         raise ValueError('detail is "flips" (reasons and paths of the flips only) or "all"')
-    t = as_trace(trace)
+    t = Trace.of(trace)
     items, execs = _collect(t)
     edits = ladder if isinstance(ladder, Edits) else Edits(ladder)
     _check_overlap(items, edits, trace)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.positions import as_ladder, as_trace
+from ..analysis.positions import as_ladder
 from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import LadrError
@@ -134,7 +134,7 @@ class Evaluation(Displayable):
             return got
         for r in self.rows:
             if str(r["row"]) == str(row):
-                got = self._traces[str(row)] = as_trace(self.out / r["trace"])
+                got = self._traces[str(row)] = Trace.of(self.out / r["trace"])
                 return got
         raise KeyError(f"no row {row!r} in {self.out}")
 

@@ -7,13 +7,13 @@
 - get_model — name → Model
 - Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
 """
-from ladr_lab.models.base import CallInfo, Completion, Model, Recording, estimate_tokens
-from ladr_lab.models.embedding import LiteLLMEmbedder
-from ladr_lab.models.litellm_model import LiteLLMModel
-from ladr_lab.models.offline import OfflineModel
-from ladr_lab.models.registry import get_model
-from ladr_lab.models.replay import ReplayDivergence, ReplayModel
-from ladr_lab.models.scripted import ScriptedModel
+from .base import CallInfo, Completion, Model, Recording, estimate_tokens
+from .embedding import LiteLLMEmbedder
+from .litellm_model import LiteLLMModel
+from .offline import OfflineModel
+from .registry import get_model
+from .replay import ReplayDivergence, ReplayModel
+from .scripted import ScriptedModel
 
 __all__ = [
     "CallInfo",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ladr_lab.errors import SlateError
-from ladr_lab.slate.embed import l2_normalize, register_embedder
+from ..errors import SlateError
+from ..slate.embed import l2_normalize, register_embedder
 
 __all__ = ["LiteLLMEmbedder"]
 

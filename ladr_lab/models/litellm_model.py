@@ -14,8 +14,8 @@ import io
 import os
 import time
 
-from ladr_lab.errors import ModelError
-from ladr_lab.models.base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
+from ..errors import ModelError
+from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
 
 __all__ = ["LiteLLMModel"]
 

@@ -5,9 +5,9 @@ import difflib
 import re
 from pathlib import Path
 
-from ladr_lab.errors import ModelError
-from ladr_lab.models import replay
-from ladr_lab.models.base import Model
+from ..errors import ModelError
+from . import replay
+from .base import Model
 
 __all__ = ["get_model"]
 
@@ -39,7 +39,7 @@ def get_model(name: str | Model | None = None, *, then: str | Model | None = Non
     if then is not None and not (isinstance(name, str) and name.strip().startswith("replay:")):
         raise ModelError(f"then={then!r} goes with a replay:PATH model (mixed replay), not {name!r}")
     if name is None:
-        from ladr_lab.models.offline import OfflineModel
+        from .offline import OfflineModel
 
         return OfflineModel()
     if not isinstance(name, str):
@@ -48,11 +48,11 @@ def get_model(name: str | Model | None = None, *, then: str | Model | None = Non
         raise ModelError(f"not a model name or Model: {name!r}")
     text = name.strip()
     if text in ("", "offline"):
-        from ladr_lab.models.offline import OfflineModel
+        from .offline import OfflineModel
 
         return OfflineModel()
     if text.startswith("script:"):
-        from ladr_lab.models.scripted import ScriptedModel
+        from .scripted import ScriptedModel
 
         return ScriptedModel.from_file(_resolve(text[len("script:"):], base_dir))
     if text.startswith("replay:"):
@@ -61,7 +61,7 @@ def get_model(name: str | Model | None = None, *, then: str | Model | None = Non
     meant = _did_you_mean(text)
     if meant is not None:
         raise ModelError(f'unknown model {text!r}: did you mean "{meant}"?')
-    from ladr_lab.models.litellm_model import LiteLLMModel
+    from .litellm_model import LiteLLMModel
 
     return LiteLLMModel(text)
 

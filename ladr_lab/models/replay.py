@@ -31,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ladr_lab.errors import ModelError
-from ladr_lab.models.base import (
+from ..errors import ModelError
+from ..trace import Event, LlmCall
+from .base import (
     CallInfo,
     Completion,
     Model,
@@ -40,7 +41,6 @@ from ladr_lab.models.base import (
     estimate_message_tokens,
     estimate_tokens,
 )
-from ladr_lab.trace import Event, LlmCall
 
 __all__ = ["ReplayDivergence", "ReplayModel"]
 
@@ -244,7 +244,7 @@ def _describe(d: dict) -> str:
 
 
 if TYPE_CHECKING:
-    from ladr_lab.models.base import Recording
+    from .base import Recording
 
     def _is_a_recording(m: ReplayModel) -> Recording:
         return m      # mypy checks here that a ReplayModel keeps the Recording protocol

@@ -32,8 +32,8 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ladr_lab.errors import ModelError, ScriptExhausted
-from ladr_lab.models.base import CallInfo, Completion
+from ..errors import ModelError, ScriptExhausted
+from .base import CallInfo, Completion
 
 __all__ = ["ScriptedModel"]
 

@@ -9,11 +9,11 @@
 - RunFileRetriever, Scope, Piece, SearchResult — seed 004's search; RunFileSource — the same as a step's source
 - search_run_files — one search as a pandas DataFrame
 """
-from ladr_lab.runfiles.index import MAX_PIECE_CHARS, RefreshStats, RunFileIndex
-from ladr_lab.runfiles.masking import MASKED_PATH, MASKED_SECRET, CredentialRedactor, Masker, PathRedactor
-from ladr_lab.runfiles.names import agent_name, decode_name, encode_name, split_agent_name
-from ladr_lab.runfiles.readings import LadrInterpreter, Reading, RecordInterpreter
-from ladr_lab.runfiles.records import (
+from .index import MAX_PIECE_CHARS, RefreshStats, RunFileIndex
+from .masking import MASKED_PATH, MASKED_SECRET, CredentialRedactor, Masker, PathRedactor
+from .names import agent_name, decode_name, encode_name, split_agent_name
+from .readings import LadrInterpreter, Reading, RecordInterpreter
+from .records import (
     CONTINUATION_INDENT,
     NO_CONVERSATION,
     TIMESTAMP_FORMAT,
@@ -24,7 +24,7 @@ from ladr_lab.runfiles.records import (
     parse_file,
     parse_record_line,
 )
-from ladr_lab.runfiles.retriever import (
+from .retriever import (
     Piece,
     RunFileRetriever,
     RunFileSource,
@@ -34,7 +34,7 @@ from ladr_lab.runfiles.retriever import (
     resolve_owner,
     search_run_files,
 )
-from ladr_lab.runfiles.writer import (
+from .writer import (
     FINISHED,
     HISTORY_SUFFIX,
     LOG_SUFFIX,

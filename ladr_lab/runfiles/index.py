@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ladr_lab.errors import LadrError
-from ladr_lab.runfiles.masking import Masker
-from ladr_lab.runfiles.readings import LEFT_OUT, NOTE, QUIET_LEVELS, TOLD, RecordInterpreter
-from ladr_lab.runfiles.records import CONTINUATION_INDENT, Record, parse_record_line
-from ladr_lab.runfiles.writer import EPISODE_MARKER_RE, HISTORY_SUFFIX, LOG_SUFFIX
+from ..errors import LadrError
+from .masking import Masker
+from .readings import LEFT_OUT, NOTE, QUIET_LEVELS, TOLD, RecordInterpreter
+from .records import CONTINUATION_INDENT, Record, parse_record_line
+from .writer import EPISODE_MARKER_RE, HISTORY_SUFFIX, LOG_SUFFIX
 
 BLOCK_BYTES = 1 << 20
 MAX_PIECE_CHARS = 2000

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from ladr_lab.runfiles.records import Record
+from .records import Record
 
 NOTE = "note"
 TOLD = "told"

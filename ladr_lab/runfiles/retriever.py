@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ladr_lab.runfiles.index import RefreshStats, RunFileIndex, message_key
-from ladr_lab.runfiles.masking import Masker
-from ladr_lab.runfiles.names import agent_name, is_plain_stem
-from ladr_lab.runfiles.readings import LadrInterpreter, RecordInterpreter
-from ladr_lab.runfiles.writer import HISTORY_SUFFIX, LOG_SUFFIX
+from .index import RefreshStats, RunFileIndex, message_key
+from .masking import Masker
+from .names import agent_name, is_plain_stem
+from .readings import LadrInterpreter, RecordInterpreter
+from .writer import HISTORY_SUFFIX, LOG_SUFFIX
 
 DEFAULT_TOP_K = 5
 _EPISODE_FILTER_RE = re.compile(r"episode-([0-9]+)", re.ASCII)
@@ -130,7 +130,7 @@ class RunFileRetriever:
                  masker: Masker | None = None, index_path: str | Path | None = None) -> None:
         self.run_dir = Path(run_dir)
         if not self.run_dir.is_dir():
-            from ladr_lab.errors import LadrError
+            from ..errors import LadrError
 
             raise LadrError(f"run folder {self.run_dir} does not exist or is not a folder")
         self.owner = resolve_owner(self.run_dir, owner)

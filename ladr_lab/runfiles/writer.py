@@ -23,9 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from ladr_lab.runfiles.names import agent_name, encode_name
-from ladr_lab.runfiles.records import NO_CONVERSATION, format_record, format_timestamp, parse_record_line
-from ladr_lab.trace import (
+from ..trace import (
     Call,
     Event,
     Fetched,
@@ -38,6 +36,8 @@ from ladr_lab.trace import (
     StepStart,
     Write,
 )
+from .names import agent_name, encode_name
+from .records import NO_CONVERSATION, format_record, format_timestamp, parse_record_line
 
 
 def _typed(event: Event | Mapping[str, Any]) -> Event:

@@ -4,15 +4,15 @@
 `ladr-lab serve` serves; `SearchEngine` is the interface another backend would implement.
 `similar(folder, text, top_k)` answers seed 001's `similarTo` mode from the same dense index.
 """
-from ladr_lab.search.corpus import Corpus, Snapshot
-from ladr_lab.search.dense import DenseIndex, DenseView
-from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
-from ladr_lab.search.filters import load_filter
-from ladr_lab.search.pipeline import EmbeddedEngine, SearchEngine
-from ladr_lab.search.request import RetrieveRequest, load_request
-from ladr_lab.search.rerank import CrossEncoderReranker, Reranker
-from ladr_lab.search.similar import FolderVectors, folder_vectors, similar
-from ladr_lab.search.sparse import SparseIndex, SparseView
+from .corpus import Corpus, Snapshot
+from .dense import DenseIndex, DenseView
+from .errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from .filters import load_filter
+from .pipeline import EmbeddedEngine, SearchEngine
+from .request import RetrieveRequest, load_request
+from .rerank import CrossEncoderReranker, Reranker
+from .similar import FolderVectors, folder_vectors, similar
+from .sparse import SparseIndex, SparseView
 
 __all__ = [
     "Corpus",

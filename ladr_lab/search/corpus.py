@@ -21,19 +21,19 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ladr_lab.errors import LadrError
-from ladr_lab.search.chunks import MAX_CHARS, iter_chunks, title_of
-from ladr_lab.search.dense import DenseIndex, DenseView
-from ladr_lab.search.errors import SnapshotGone
-from ladr_lab.search.filters import field_type
-from ladr_lab.search.folders import FileStats, Watch, vector_cache
-from ladr_lab.search.similar import FolderVectors, folder_vectors
-from ladr_lab.search.sparse import SparseIndex, SparseView
-from ladr_lab.search.trust import assess
-from ladr_lab.slate import SYSTEM_METATAGS
-from ladr_lab.slate.cache import ReadOnlyDict
-from ladr_lab.slate.embed import l2_normalize
-from ladr_lab.slate.metatags import iso_utc
+from ..errors import LadrError
+from ..slate import SYSTEM_METATAGS
+from ..slate.cache import ReadOnlyDict
+from ..slate.embed import l2_normalize
+from ..slate.metatags import iso_utc
+from .chunks import MAX_CHARS, iter_chunks, title_of
+from .dense import DenseIndex, DenseView
+from .errors import SnapshotGone
+from .filters import field_type
+from .folders import FileStats, Watch, vector_cache
+from .similar import FolderVectors, folder_vectors
+from .sparse import SparseIndex, SparseView
+from .trust import assess
 
 SYSTEM_FIELDS = {"slate": "string", "folder": "string", "path": "string", "size": "number",
                  "modified": "string", "created": "string"}
@@ -159,7 +159,7 @@ class Corpus:
         """The embedder of the served slates (the first folder's; every folder of a store shares one)."""
         states = self._folder_states()
         if not states:
-            from ladr_lab.slate import get_embedder
+            from ..slate import get_embedder
 
             return get_embedder(None)
         return vector_cache(states[0].folder).embedder

@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from ladr_lab.errors import LadrError
+from ..errors import LadrError
 
 
 class SearchError(LadrError):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ladr_lab.search.errors import InvalidRequestParams
-from ladr_lab.slate import contains_match
+from ..slate import contains_match
+from .errors import InvalidRequestParams
 
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "contains")
 MAX_DEPTH = 32

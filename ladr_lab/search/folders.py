@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ladr_lab.errors import LadrError
+from ..errors import LadrError
 
 
 def vector_cache(folder: Any) -> Any:

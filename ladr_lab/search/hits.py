@@ -12,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ladr_lab.search import fusion
-from ladr_lab.search.corpus import Snapshot
-from ladr_lab.slate.cache import ReadOnlyDict
+from ..slate.cache import ReadOnlyDict
+from . import fusion
+from .corpus import Snapshot
 
 SPARSE_CONFIDENCE_HALF = 10.0
 

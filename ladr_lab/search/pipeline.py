@@ -28,14 +28,14 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
-from ladr_lab.models.base import estimate_tokens
-from ladr_lab.search import fusion
-from ladr_lab.search.corpus import Corpus, Snapshot
-from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported
-from ladr_lab.search.filters import OPS, load_filter
-from ladr_lab.search.hits import hit_dicts, hits_json, unit_text, unit_vector
-from ladr_lab.search.request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
-from ladr_lab.search.transform import apply_transform
+from ..models.base import estimate_tokens
+from . import fusion
+from .corpus import Corpus, Snapshot
+from .errors import InvalidRequestParams, OptionUnsupported
+from .filters import OPS, load_filter
+from .hits import hit_dicts, hits_json, unit_text, unit_vector
+from .request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
+from .transform import apply_transform
 
 Progress = Callable[[int, int, str, list | None], None]
 MAX_SESSIONS = 1024
@@ -301,7 +301,7 @@ class EmbeddedEngine:
                 view = snap.chunk_sparse if unit == "chunk" else snap.sparse
                 lists["sparse"] = view.search(q, cand, allowed) if view else []
             if mode in ("dense", "hybrid"):
-                from ladr_lab.slate.embed import l2_normalize
+                from ..slate.embed import l2_normalize
 
                 assert embedder is not None   # dense and hybrid modes always have one
                 qvec = l2_normalize(list(embedder.embed([q])[0]))

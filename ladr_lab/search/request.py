@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ladr_lab.search.errors import InvalidRequestParams
+from .errors import InvalidRequestParams
 
 MODES = ("dense", "sparse", "hybrid")
 MODALITIES = ("text", "image", "audio", "code", "multimodal")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ladr_lab.search.errors import SearchError
+from .errors import SearchError
 
 
 @runtime_checkable

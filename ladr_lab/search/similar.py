@@ -12,8 +12,8 @@ import threading
 import weakref
 from typing import Any
 
-from ladr_lab.search.dense import DenseIndex, DenseView
-from ladr_lab.search.folders import FileStats, Watch, vector_cache
+from .dense import DenseIndex, DenseView
+from .folders import FileStats, Watch, vector_cache
 
 
 class FolderVectors:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_lab.models.base import CallInfo
+from ..models.base import CallInfo
 
 PROMPTS = {
     "rewrite": "Rewrite the user's search query into one clear, specific search query for a document "

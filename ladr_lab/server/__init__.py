@@ -4,9 +4,9 @@
 `HttpServer` are the transports; `RetrieveClient` talks to either from Python or a notebook.
 This package is the only place where errors become JSON-RPC codes.
 """
-from ladr_lab.server.client import RetrieveClient, RetrieveError
-from ladr_lab.server.http import HttpServer
-from ladr_lab.server.protocol import Dispatcher, error_response
-from ladr_lab.server.stdio import serve_stdio
+from .client import RetrieveClient, RetrieveError
+from .http import HttpServer
+from .protocol import Dispatcher, error_response
+from .stdio import serve_stdio
 
 __all__ = ["Dispatcher", "HttpServer", "RetrieveClient", "RetrieveError", "error_response", "serve_stdio"]

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ladr_lab.errors import LadrError
+from ..errors import LadrError
 
 
 class RetrieveError(LadrError):

@@ -14,7 +14,7 @@ import json
 import threading
 from typing import Any
 
-from ladr_lab.server.protocol import Dispatcher, to_json
+from .protocol import Dispatcher, to_json
 
 MAX_BODY = 16 * 1024 * 1024
 PATHS = ("/", "/rpc")

@@ -18,9 +18,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ladr_lab.errors import LadrError
-from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
-from ladr_lab.search.pipeline import SearchEngine
+from ..errors import LadrError
+from ..search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from ..search.pipeline import SearchEngine
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import BinaryIO
 
-from ladr_lab.server.protocol import INVALID_REQUEST, Dispatcher, error_response, to_json
+from .protocol import INVALID_REQUEST, Dispatcher, error_response, to_json
 
 MAX_LINE = 16 * 1024 * 1024
 

@@ -40,19 +40,19 @@ Decisions the spec leaves open (each is explained where it is implemented):
   folder's vectors are in use, each write recomputes the written file's vector.
 - A slate bound without declarations accepts any safe folder name.
 """
-from ladr_lab.slate.embed import (
+from .embed import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
     get_embedder,
     register_embedder,
 )
-from ladr_lab.slate.folder import Folder
-from ladr_lab.slate.metatags import METATAG_TYPES, SYSTEM_METATAGS, contains_match, value_matches_type
-from ladr_lab.slate.paths import normalize_rel
-from ladr_lab.slate.reading import Excerpt
-from ladr_lab.slate.spec import FolderSpec
-from ladr_lab.slate.store import Slate, SlateStore
+from .folder import Folder
+from .metatags import METATAG_TYPES, SYSTEM_METATAGS, contains_match, value_matches_type
+from .paths import normalize_rel
+from .reading import Excerpt
+from .spec import FolderSpec
+from .store import Slate, SlateStore
 
 __all__ = [
     "Embedder",

@@ -25,8 +25,8 @@ import stat
 from bisect import bisect_left, insort
 from typing import Any
 
-from ladr_lab.slate.paths import inside, is_listable_name
-from ladr_lab.slate.watch import ENTRY_EVENTS, IN_IGNORED, IN_ISDIR, SELF_EVENTS, Subscription
+from .paths import inside, is_listable_name
+from .watch import ENTRY_EVENTS, IN_IGNORED, IN_ISDIR, SELF_EVENTS, Subscription
 
 
 class ReadOnlyDict(dict):

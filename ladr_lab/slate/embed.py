@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from ladr_lab.errors import SlateError
+from ..errors import SlateError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

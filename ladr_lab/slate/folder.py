@@ -22,13 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ladr_lab.display import Displayable
-from ladr_lab.errors import PathRefused, SlateError
-from ladr_lab.slate.cache import DirNode, FileRec, ReadOnlyDict, Tree
-from ladr_lab.slate.embed import Embedder
-from ladr_lab.slate.globbing import compile_glob, walk_glob
-from ladr_lab.slate.locks import file_lock, fsync_dir, write_temp
-from ladr_lab.slate.metatags import (
+from ..display import Displayable
+from ..errors import PathRefused, SlateError
+from .cache import DirNode, FileRec, ReadOnlyDict, Tree
+from .embed import Embedder
+from .globbing import compile_glob, walk_glob
+from .locks import file_lock, fsync_dir, write_temp
+from .metatags import (
     FOLDER_LEVEL,
     SIDECAR,
     SYSTEM_METATAGS,
@@ -38,12 +38,12 @@ from ladr_lab.slate.metatags import (
     fallback_created_ns,
     iso_utc,
 )
-from ladr_lab.slate.paths import as_path_str, normalize_rel, resolve_under
-from ladr_lab.slate.reading import Excerpt, check_max_chars, read_regular_excerpt, read_regular_file
-from ladr_lab.slate.spec import FolderSpec
-from ladr_lab.slate.vectors import VectorCache
-from ladr_lab.slate.watch import Subscription, get_hub
-from ladr_lab.slate.writing import FolderWriter
+from .paths import as_path_str, normalize_rel, resolve_under
+from .reading import Excerpt, check_max_chars, read_regular_excerpt, read_regular_file
+from .spec import FolderSpec
+from .vectors import VectorCache
+from .watch import Subscription, get_hub
+from .writing import FolderWriter
 
 Rel = str | os.PathLike
 
@@ -104,12 +104,12 @@ class Folder(Displayable):
 
     def to_text(self) -> str:
         """The folder's path, counts and first files."""
-        from ladr_lab.slate.html import folder_text
+        from .html import folder_text
         return folder_text(self)
 
     def to_html(self) -> str:
         """The folder as a static HTML view: counts, index, tree, files with sizes, dates and metatags."""
-        from ladr_lab.slate.html import folder_html
+        from .html import folder_html
         return folder_html(self)
 
     # --- safe path resolution -------------------------------------------------------------------

@@ -18,7 +18,7 @@ import stat
 from datetime import datetime, timezone
 from typing import Any
 
-from ladr_lab.errors import SlateError
+from ..errors import SlateError
 
 METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
 FOLDER_LEVEL = ("index", "tree")          # the system metatags that describe the folder, not a file

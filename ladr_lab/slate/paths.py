@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from ladr_lab.errors import PathRefused
+from ..errors import PathRefused
 
 
 def as_path_str(rel: object) -> str:

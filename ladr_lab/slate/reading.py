@@ -17,7 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from ladr_lab.errors import SlateError
+from ..errors import SlateError
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _CHUNK = 1 << 16

@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ladr_lab.display import Displayable
-from ladr_lab.errors import PathRefused, SlateError
-from ladr_lab.slate.embed import Embedder, get_embedder
-from ladr_lab.slate.folder import Folder
-from ladr_lab.slate.paths import as_path_str, is_listable_name, normalize_rel
-from ladr_lab.slate.spec import FolderSpec
+from ..display import Displayable
+from ..errors import PathRefused, SlateError
+from .embed import Embedder, get_embedder
+from .folder import Folder
+from .paths import as_path_str, is_listable_name, normalize_rel
+from .spec import FolderSpec
 
 __all__ = ["FolderSpec", "Slate", "SlateStore"]
 
@@ -50,7 +50,7 @@ class Slate(Displayable):
 
     def to_html(self) -> str:
         """The slate's folders with their file counts and sizes."""
-        from ladr_lab.slate.html import slate_html
+        from .html import slate_html
         return slate_html(self)
 
     def _check_folder_name(self, name: object) -> str:
@@ -139,7 +139,7 @@ class SlateStore(Displayable):
 
     def to_html(self) -> str:
         """Every bound slate with its folders."""
-        from ladr_lab.slate.html import store_html
+        from .html import store_html
         return store_html(self)
 
     def __exit__(self, *exc: object) -> None:

@@ -14,8 +14,8 @@ import heapq
 import threading
 from collections.abc import Callable
 
-from ladr_lab.errors import SlateError
-from ladr_lab.slate.embed import Embedder, l2_normalize, nonzero
+from ..errors import SlateError
+from .embed import Embedder, l2_normalize, nonzero
 
 BATCH = 256  # files read and embedded per call (a model batches them by length inside)
 

@@ -18,12 +18,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from ladr_lab.errors import PathRefused, SlateError
-from ladr_lab.slate.cache import Tree
-from ladr_lab.slate.locks import file_lock, fsync_dir, stripe_name, write_temp
-from ladr_lab.slate.metatags import CreatedLog, fallback_created_ns
-from ladr_lab.slate.paths import normalize_rel
-from ladr_lab.slate.vectors import VectorCache
+from ..errors import PathRefused, SlateError
+from .cache import Tree
+from .locks import file_lock, fsync_dir, stripe_name, write_temp
+from .metatags import CreatedLog, fallback_created_ns
+from .paths import normalize_rel
+from .vectors import VectorCache
 
 __all__ = ["FolderWriter"]
 

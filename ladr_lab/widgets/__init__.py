@@ -1,6 +1,6 @@
 """Notebook widgets over ladr_lab's models: the only importer of ipywidgets (imported when a view is made).
 
-    from ladr_lab.widgets import SlateView, TraceView, Stepper, RequestMatchEditor, ReplayView, DiffView, EvaluationView
+    from . import SlateView, TraceView, Stepper, RequestMatchEditor, ReplayView, DiffView, EvaluationView
 
 Each view is an object whose `widget` is its root ipywidgets box (carrying a CSS class, e.g. `ladr-stepper`);
 as a cell's value it displays as that widget, and in a notebook saved without widget state as its static
