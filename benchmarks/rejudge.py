@@ -146,10 +146,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--rounds-per-node", type=int, default=1,
                     help="1 (default): every output is judged; more: rounds after a flip are unknown, not judged")
+    ap.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/rejudge.json)")
     a = ap.parse_args()
     texts = outputs(a.n)
     trace = recorded_trace(texts, a.rounds_per_node)
-    rejudge_module = importlib.import_module("ladr_lab.analysis.rejudge")
+    verdict_module = importlib.import_module("ladr_lab.round.verdict")   # re-judging's extraction cache
     compiled = validator(copy.deepcopy(edited_schema()))
 
     def bare():
@@ -179,7 +180,7 @@ def main() -> None:
                                        "(schema check alone)": []}
     for _ in range(a.repeat):
         samples["bare"] += timed(bare, 1)
-        rejudge_module._extract.cache_clear()      # (outside the timing) every output must be extracted again
+        verdict_module.extraction.cache_clear()      # (outside the timing) every output must be extracted again
         samples["rejudge cold"] += timed(cold, 1)
         samples["rejudge warm"] += timed(warm, 1)
         samples["rejudge DataFrame"] += timed(frame, 1)
@@ -210,9 +211,9 @@ def main() -> None:
            "targets_met": target_ok, "python": platform.python_version(), "platform": platform.platform(),
            "cpus": os.cpu_count(), "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
            "commit": commit, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    dest = ROOT / "benchmarks" / "results" / "rejudge.json"
+    dest = a.out or ROOT / "benchmarks" / "results" / "rejudge.json"
     dest.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {dest.relative_to(ROOT)}")
+    print(f"wrote {dest}")
 
 
 if __name__ == "__main__":
