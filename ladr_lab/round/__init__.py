@@ -8,7 +8,7 @@ retrieval request, against a gate or a slateWrite's match, for the engine and fo
 jsonschema; `vocabulary.py` holds the request modes and entry statuses; `records.py` the typed records a
 round makes (`Judgement`, `PromptSection`, `SectionSpan`), which the trace writes.
 
-It stands below config, models and trace and imports only errors, jsonx, display and slate, like DSPy's
+It stands below config, models and trace and may import only errors, jsonx, display and slate, like DSPy's
 Adapter (inputs to an LM call and back to structured outputs) or `mcp_types` below the MCP SDK's client
 and server: the protocol's nouns below both of their users.
 """
