@@ -149,7 +149,7 @@ def main() -> None:
     a = ap.parse_args()
     texts = outputs(a.n)
     trace = recorded_trace(texts, a.rounds_per_node)
-    rejudge_module = importlib.import_module("ladr_lab.analysis.rejudge")
+    verdict_module = importlib.import_module("ladr_lab.round.verdict")     # its `extraction` cache
     compiled = validator(copy.deepcopy(edited_schema()))
 
     def bare():
@@ -179,7 +179,7 @@ def main() -> None:
                                        "(schema check alone)": []}
     for _ in range(a.repeat):
         samples["bare"] += timed(bare, 1)
-        rejudge_module._extract.cache_clear()      # (outside the timing) every output must be extracted again
+        verdict_module.extraction.cache_clear()    # (outside the timing) every output must be extracted again
         samples["rejudge cold"] += timed(cold, 1)
         samples["rejudge warm"] += timed(warm, 1)
         samples["rejudge DataFrame"] += timed(frame, 1)
