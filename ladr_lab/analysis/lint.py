@@ -262,9 +262,9 @@ class _TraceLint:
             got = self.ev.get(("final-taken-as-request", sid))
             if got:
                 out.append(Finding("final-taken-as-request", "warning", sid,
-                                   f"{len(got)} retrieval round(s) whose request names no retrieval mode (files, "
-                                   "subfolders, metatag, glob, similarTo): a final answer in JSON matched "
-                                   "requestMatch" + _forced_note(self.ev, "final-taken-as-request", sid),
+                                   f"{len(got)} retrieval round(s) whose request names no retrieval mode "
+                                   f"({', '.join(MODES)}): a final answer in JSON matched requestMatch"
+                                   + _forced_note(self.ev, "final-taken-as-request", sid),
                                    FIXES["loose-request-match"], got))
             got = self.ev.get(("forced-final-matched", sid))
             if got:

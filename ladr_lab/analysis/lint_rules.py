@@ -21,6 +21,7 @@ from ..config.rules import RULES, Rule, Site, problem, rule, whole
 from ..config.schemas import metaschema_errors, parse_schema
 from ..config.walker import Registry
 from ..errors import ConfigError
+from ..round.vocabulary import MODES
 from ..slate.metatags import FOLDER_LEVEL
 
 MAX_ROUNDS_HIGH = 10
@@ -104,9 +105,6 @@ def _no_index(site: Site) -> Iterator[ConfigError]:
                       at=("retrieve",), severity="warning")
 
 
-MODE_NAMES = ("files", "subfolders", "metatag", "glob", "similarTo")
-
-
 def prompt_examples(text: str) -> list:
     """Every outermost JSON object in a prompt that looks like a retrieval request (a `request` key or a
     mode name), found with the project's JSON extraction engine (all candidates, not just the first)."""
@@ -121,7 +119,7 @@ def prompt_examples(text: str) -> list:
         if not isinstance(v, dict):
             continue
         inner = v["request"] if isinstance(v.get("request"), dict) else v
-        if ("request" in v or any(m in inner for m in MODE_NAMES)) and v not in out:
+        if ("request" in v or any(m in inner for m in MODES)) and v not in out:
             out.append(v)
     return out
 
@@ -176,4 +174,4 @@ def _fan_out(site: Site) -> Iterator[ConfigError]:
                       at=("nodes",), severity="warning")
 
 
-__all__ = ["FINAL_LOOKING", "FIXES", "MAX_ROUNDS_HIGH", "MODE_NAMES", "looseness", "prompt_examples", "registry"]
+__all__ = ["FINAL_LOOKING", "FIXES", "MAX_ROUNDS_HIGH", "looseness", "prompt_examples", "registry"]

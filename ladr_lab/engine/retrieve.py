@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PathRefused, SlateError
-from ..round.prompt import render_entry
+from ..round.prompt import SEPARATOR, render_entry
 from ..round.vocabulary import MODES
 from ..search import similar as nearest_files
 from ..slate.metatags import FOLDER_LEVEL
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TOP_K = 5
 MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
-SEPARATOR = 2          # the blank line between two entries of a block
+GAP = len(SEPARATOR)   # the blank line between two entries of a block, as the prompt joins them
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class _Round:
     def add(self, fetched: Fetched, content: str | None = None) -> bool:
         """Show the entry if its rendered text fits the round's room, else hide it (left out); True if shown."""
         entry = Entry(fetched, content)
-        cost = len(render_entry(entry)) + SEPARATOR
+        cost = len(render_entry(entry)) + GAP
         if self.hidden or cost > self.room():
             self.hide(fetched)
             return False
@@ -127,7 +127,7 @@ class _Round:
 
     def body_room(self, path: str, mode: str) -> int:
         """How many characters of body fit after this entry's header, within the round's room."""
-        header = len(render_entry(Entry(Fetched(path=path, mode=mode), ""))) + SEPARATOR
+        header = len(render_entry(Entry(Fetched(path=path, mode=mode), ""))) + GAP
         return self.room() - header
 
     def give(self, asked: Any, mode: str, **extra) -> None:

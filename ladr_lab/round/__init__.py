@@ -4,11 +4,12 @@
 `split_sections` cuts them back into named parts; `grammar.py` reads a user message back into fields and
 retrieved entries (the offline model reads prompts through it); `verdict.py` judges an output as a
 retrieval request, against a gate or a slateWrite's match, for the engine and for re-judging alike;
-`validators.py` applies a ladder's JSON Schemas (never fetching, never hanging) and is the one importer of
-jsonschema; `vocabulary.py` holds the request modes and entry statuses; `records.py` the typed records a
-round makes (`Judgement`, `PromptSection`, `SectionSpan`), which the trace writes.
+`validators.py` applies a ladder's JSON Schemas (never fetching, never hanging) and, with `verdict.py`,
+is the only importer of jsonschema; `vocabulary.py` holds the request modes and entry statuses;
+`records.py` the typed records a round makes (`Judgement`, `PromptSection`, `SectionSpan`), which the
+trace writes.
 
-It stands below config, models and trace and imports only errors, jsonx, display and slate, like DSPy's
+It stands below config, models and trace and may import only errors, jsonx, display and slate, like DSPy's
 Adapter (inputs to an LM call and back to structured outputs) or `mcp_types` below the MCP SDK's client
 and server: the protocol's nouns below both of their users.
 """

@@ -9,9 +9,10 @@ Two things a schema pasted from somewhere could do to a run are taken away here,
   timeout (a pattern such as `^(a+)+$` backtracks for ever on `aaaa…!`); a search that times out counts
   as not matching, and the error says why.
 
-This module is the one importer of jsonschema (and of `referencing` and `jsonschema_specifications`): the
-config rules check a schema against its metaschema and its `$ref`s through `metaschema_validator`,
-`dialect`, `metaschema_contents` and `ref_lookup`, the offline model tests its candidates with `conforms`.
+This module (with `verdict.py`, which reads jsonschema's errors) is the only importer of jsonschema (and of
+`referencing` and `jsonschema_specifications`): the config rules check a schema against its metaschema and
+its `$ref`s through `metaschema_validator`, `dialect`, `metaschema_contents` and `ref_lookup`, the offline
+model tests its candidates with `conforms`.
 """
 from __future__ import annotations
 

@@ -317,17 +317,17 @@ class SlateView(View):
 
     # ---- lighting a round's files ------------------------------------------------------------------------
     def light(self, trace: Any, step: str | None = None, node: int = 1, round: int = 1, iteration: int = 1) -> None:
-        """Light the files a round fetched (`light(trace, step, node, round)`, or `light(llm_call_event)`), with
-        their status: fetched, not found, already in context, no match, left out."""
+        """Light the files a round fetched (`light(trace, step, node, round)`, the trace anything `Trace.of`
+        takes, or `light(llm_call_event)`), with their status: fetched, not found, already in context, no
+        match, left out."""
         if isinstance(trace, RoundStory):
             story = trace
         elif isinstance(trace, LlmCall):
             story = describe(trace)         # type: ignore[assignment]
         else:
-            t = trace if isinstance(trace, Trace) else getattr(trace, "trace", trace)
             if step is None:
                 raise TypeError("light(trace, step, node, round): name the step")
-            story = describe(t.call(step, node, round, iteration))      # type: ignore[assignment]
+            story = describe(Trace.of(trace).call(step, node, round, iteration))      # type: ignore[assignment]
         assert isinstance(story, RoundStory)
         self.lit_round = story
         self._follow_folder(story.step)

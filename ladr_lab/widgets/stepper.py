@@ -127,8 +127,10 @@ class Stepper(View):
 
     def _new_run(self) -> Run:
         a = self._args
+        # one call at a time, whatever the model's max_concurrency: Run all then makes the calls in the order
+        # Step would (a multi-node step's trace does not depend on which call of a thread pool ends first)
         return Run(self.ladder, model=self._make_model(), input=a["input"], inputs=a["inputs"],
-                   slates=a["slates"])
+                   slates=a["slates"], max_workers=1)
 
     def _listen(self) -> None:
         self._stack.enter_context(self.run.trace.listening(self._on_event))

@@ -73,6 +73,17 @@ def test_light_shows_a_rounds_fetched_files_with_their_status(ladder, slates):
     assert sv.lit == {} and sv.lit_html.value == ""
 
 
+def test_light_takes_whatever_trace_of_takes(ladder, slates, tmp_path):
+    run = scripted_run(ladder, slates)
+    run.run()
+    path = tmp_path / "t.jsonl"
+    run.trace.to_jsonl(path)
+    for source in (run, run.trace, path, str(path), run.trace.to_dicts()):
+        sv = SlateView(run)
+        sv.light(source, "research", 1, 1)
+        assert sv.lit == {"core.md": "fetched", "missing.md": "not_found"}, source
+
+
 def test_a_write_shows_after_refresh(slates):
     store = _store(slates)
     sv = SlateView(store, slate="Memory", folder="facts")

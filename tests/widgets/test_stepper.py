@@ -156,6 +156,28 @@ def _verifiers(tmp_path) -> Stepper:
                    model=ScriptedModel.from_file(root / "examples" / "scripts" / "gated_verifiers.yaml"))
 
 
+def test_run_all_makes_one_call_at_a_time_in_step_order(tmp_path):
+    import threading
+    s = _verifiers(tmp_path)
+    model = s.run.model
+    model.max_concurrency = 4                   # a model that would allow calls in flight at once
+    threads = []
+    complete = model.complete
+
+    def spy(messages, **kw):
+        threads.append(threading.current_thread())
+        return complete(messages, **kw)
+
+    model.complete = spy
+    s.run_all()
+    assert s.run.done and threads and set(threads) == {threading.main_thread()}
+    stepped = _verifiers(tmp_path / "again")
+    while not stepped.run.done:
+        stepped.run.step()
+    order = [(c.step, c.node, c.round) for c in s.run.trace.calls()]
+    assert order == [(c.step, c.node, c.round) for c in stepped.run.trace.calls()]
+
+
 def _pending_text(s: Stepper) -> str:
     return "".join(w.value for w in walk(s.pending_box) if isinstance(getattr(w, "value", None), str))
 
