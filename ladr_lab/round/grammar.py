@@ -25,6 +25,8 @@ _BLOCK = re.compile(r"^(?P<as>\S.*?) (?P<k>\d+):[ \t]*$")
 _ENTRY = re.compile(r"^--- (?P<path>.+?)(?: \[(?P<mode>[^\]]*)\])? ---[ \t]*$")
 # the status an entry's content announces: "(not found" -> not_found, ... (its note may follow the words)
 _MARKERS = tuple((text[:-1].lower(), status) for status, text in STATUS_TEXT.items())
+# the summary entry of a full round, "(2 more left out: ...)", announces left-out entries too
+_MORE_LEFT_OUT = re.compile(r"^\(\d[\d,]* more left out\b")
 
 
 def norm_path(path: str) -> str:
@@ -95,6 +97,8 @@ def _entry(path: str, mode: str, content: str) -> Entry:
     for words, status in _MARKERS:
         if marker.startswith(words):
             return Entry(path, mode, status, text)
+    if _MORE_LEFT_OUT.match(marker):
+        return Entry(path, mode, "left_out", text)
     if mode == "subfolders" or (not mode and marker.startswith("[")):
         try:
             listing = json.loads(text)

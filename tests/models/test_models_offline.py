@@ -438,3 +438,25 @@ def test_a_file_named_for_the_question_is_answered_from_its_opening():
     out = run(msgs, forced_final=True)
     assert out == ("Mix flour and eggs well [recipes/pancakes.md]. Then fry each one [recipes/pancakes.md]."
                    " Serve them warm with syrup [recipes/pancakes.md].")
+
+
+@pytest.mark.parametrize("round_chars", [1500, 3000])
+def test_a_full_round_s_left_out_entries_are_never_cited_as_evidence(round_chars):
+    """When a round reaches its size bound, entries say "(left out: ...)" and a summary "(N more left out:
+    ...)"; the offline model reads both as left out (the grammar's `left_out`), never as a file's words."""
+    from pathlib import Path
+
+    from ladr_lab import Run
+    from ladr_lab.round.grammar import parse_prompt
+
+    ladder = Path(__file__).resolve().parents[2] / "examples" / "research.yaml"
+    run = Run(ladder, input="How does deduplication work across retrieval rounds?", max_round_chars=round_chars)
+    result = run.run()
+    prompts = [e.messages[-1]["content"] for e in run.trace.events if e.type == "llm_call"]
+    assert any("left out" in p for p in prompts), "the bound did not bite: the test shows nothing"
+    for p in prompts:
+        for block in parse_prompt(p).blocks:
+            for entry in block:
+                if "left out" in entry.content[:40]:
+                    assert entry.status == "left_out", entry
+    assert "left out" not in result.output and "more)]" not in result.output
