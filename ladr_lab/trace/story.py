@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..round.records import SectionSpan
 from ..round.vocabulary import MODES
 from .events import (
     Call,
@@ -170,7 +171,7 @@ class RoundStory(Story):
     provenance: str | None
     model: str
     prompt_chars: int
-    sections: tuple[tuple[str, str, int], ...]     # (kind, name, chars) in prompt order
+    sections: tuple[SectionSpan, ...]              # (kind, name, chars) in prompt order
     kind: str = "round"
 
     @property
@@ -454,7 +455,7 @@ def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:
 def describe(e: Event, iteration: int | None = None) -> Story:
     """The story of one event (`iteration`: of a gate or write, which do not record it; default 1)."""
     if isinstance(e, LlmCall):
-        sections = tuple((str(k), str(n), int(c)) for k, n, c in (e.sections or ()))
+        sections = tuple(SectionSpan(str(k), str(n), int(c)) for k, n, c in (e.sections or ()))
         return RoundStory(event=e, label=_label(e.step, e.node, e.round, e.iteration or 1), tag=round_tag(e),
                           why=e.reason, verdict=VerdictStory.of(e.verdict), request=_request(e.request),
                           top_k=e.top_k, fetched=tuple(FetchRow.of(f) for f in e.fetched or ()),
