@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..round.grammar import Entry, norm_path, parse_prompt
+from ..round.grammar import ParsedEntry, norm_path, parse_prompt
 from .words import leaf_strings
 
 __all__ = ["Field", "FileInfo", "Prompt", "pick_question", "read_prompt"]
@@ -41,7 +41,7 @@ class Prompt:
 
     system: str
     sections: list[Field]
-    blocks: list[list[Entry]]
+    blocks: list[list[ParsedEntry]]
     forced: bool
     question: str = ""
     question_section: Field | None = None
@@ -52,11 +52,11 @@ class Prompt:
     seen: set[str] = field(default_factory=set)
 
     @property
-    def entries(self) -> list[Entry]:
+    def entries(self) -> list[ParsedEntry]:
         """Every retrieved entry, in order."""
         return [e for block in self.blocks for e in block]
 
-    def fetched(self) -> list[Entry]:
+    def fetched(self) -> list[ParsedEntry]:
         """Entries with real file content, first occurrence of each path."""
         out, paths = [], set()
         for e in self.entries:

@@ -13,7 +13,7 @@ It stands below config, models and trace and may import only errors, jsonx, disp
 Adapter (inputs to an LM call and back to structured outputs) or `mcp_types` below the MCP SDK's client
 and server: the protocol's nouns below both of their users.
 """
-from .grammar import Entry, ParsedPrompt, Section, norm_path, parse_prompt
+from .grammar import ParsedEntry, ParsedPrompt, Section, norm_path, parse_prompt
 from .prompt import (
     FORCED_FINAL_LINE,
     FORCED_SPAN,
@@ -31,12 +31,12 @@ from .verdict import Judge, Verdict, judge, judge_equals, judge_json, schema_fai
 from .vocabulary import MODES, STATUS_TEXT, STATUSES
 
 __all__ = [
-    "Entry",
     "FORCED_FINAL_LINE",
     "FORCED_SPAN",
     "Judge",
     "Judgement",
     "MODES",
+    "ParsedEntry",
     "ParsedPrompt",
     "PromptSection",
     "STATUSES",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .prompt import FORCED_FINAL_LINE
 from .vocabulary import STATUS_TEXT
 
-__all__ = ["Entry", "ParsedPrompt", "Section", "norm_path", "parse_prompt"]
+__all__ = ["ParsedEntry", "ParsedPrompt", "Section", "norm_path", "parse_prompt"]
 
 _HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w .()/'-]{0,79}?):[ \t]*$")
 _BLOCK = re.compile(r"^(?P<as>\S.*?) (?P<k>\d+):[ \t]*$")
@@ -46,7 +46,7 @@ class Section:
 
 
 @dataclass(frozen=True)
-class Entry:
+class ParsedEntry:
     """One retrieved entry as the model reads it: path (as `norm_path` keys it), mode, status (a word of
     the trace's: fetched, not_found, already_in_context, no_match, left_out, listed), its content, and for
     a listing its entries."""
@@ -64,7 +64,7 @@ class ParsedPrompt:
     and the name its retrieved blocks go by (None when it has none)."""
 
     sections: tuple[Section, ...]
-    blocks: tuple[tuple[Entry, ...], ...]
+    blocks: tuple[tuple[ParsedEntry, ...], ...]
     forced: bool = False
     retrieve_as: str | None = field(default=None, compare=False)
 
@@ -90,28 +90,28 @@ def _sections(lines: list[str]) -> list[Section]:
     return out
 
 
-def _entry(path: str, mode: str, content: str) -> Entry:
+def _entry(path: str, mode: str, content: str) -> ParsedEntry:
     text = content.strip("\n")
     marker = text.strip().lower()
     path = norm_path(path)
     for words, status in _MARKERS:
         if marker.startswith(words):
-            return Entry(path, mode, status, text)
+            return ParsedEntry(path, mode, status, text)
     if _MORE_LEFT_OUT.match(marker):
-        return Entry(path, mode, "left_out", text)
+        return ParsedEntry(path, mode, "left_out", text)
     if mode == "subfolders" or (not mode and marker.startswith("[")):
         try:
             listing = json.loads(text)
         except ValueError:
             listing = None
         if isinstance(listing, list) and all(isinstance(v, dict) and "name" in v for v in listing):
-            return Entry(path, mode or "subfolders", "listed", text, listing)
-    return Entry(path, mode or "files", "fetched", text)
+            return ParsedEntry(path, mode or "subfolders", "listed", text, listing)
+    return ParsedEntry(path, mode or "files", "fetched", text)
 
 
-def _blocks(lines: list[str], as_name: str) -> list[list[Entry]]:
-    blocks: list[list[Entry]] = []
-    current: list[Entry] | None = None
+def _blocks(lines: list[str], as_name: str) -> list[list[ParsedEntry]]:
+    blocks: list[list[ParsedEntry]] = []
+    current: list[ParsedEntry] | None = None
     head: tuple[str, str] | None = None
     buf: list[str] = []
 

@@ -12,7 +12,7 @@ from ladr_lab.round import (
     FORCED_FINAL_LINE,
     FORCED_SPAN,
     MODES,
-    Entry,
+    ParsedEntry,
     ParsedPrompt,
     Section,
     SectionSpan,
@@ -82,7 +82,7 @@ def shown_path(draw) -> tuple[str, str]:
 
 
 @st.composite
-def entries(draw, as_: str, k: int) -> tuple[Shown, Entry]:
+def entries(draw, as_: str, k: int) -> tuple[Shown, ParsedEntry]:
     """One retrieved entry as the engine holds it, and as the grammar must read it back."""
     shown, path = draw(shown_path())
     mode = draw(st.sampled_from(MODES))
@@ -92,17 +92,17 @@ def entries(draw, as_: str, k: int) -> tuple[Shown, Entry]:
                                 max_size=3))
         text = json.dumps(listing, ensure_ascii=False)
         return (Shown(Fetched(path=shown, mode="subfolders", status="listed", chars=len(text)), text),
-                Entry(path, "subfolders", "listed", text, listing))
+                ParsedEntry(path, "subfolders", "listed", text, listing))
     if kind == "marker":
         status = draw(st.sampled_from(MARKER_STATUSES))
         note = draw(st.one_of(st.none(), st.from_regex(r"[a-z][a-z ,;'-]{0,20}", fullmatch=True)))
         body = f"({MARKER_WORDS[status]}" + (f": {note})" if note else ")")
-        return Shown(Fetched(path=shown, mode=mode, status=status, note=note)), Entry(path, mode, status, body)
+        return Shown(Fetched(path=shown, mode=mode, status=status, note=note)), ParsedEntry(path, mode, status, body)
     text = draw(texts)
     assume(_content_ok(text, as_, k))
     if mode == "subfolders":
         assume(not text.lstrip().startswith("["))
-    return Shown(Fetched(path=shown, mode=mode, status="fetched", chars=len(text)), text), Entry(path, mode, "fetched", text)
+    return Shown(Fetched(path=shown, mode=mode, status="fetched", chars=len(text)), text), ParsedEntry(path, mode, "fetched", text)
 
 
 @st.composite
@@ -121,7 +121,7 @@ def prompts(draw):
         blocks.append(render_field(name, value))
         spans.append(SectionSpan("field", name, len(blocks[-1])))
         sections.append(Section(name, text))
-    rounds: list[tuple[Entry, ...]] = []
+    rounds: list[tuple[ParsedEntry, ...]] = []
     for k in range(1, draw(st.integers(0, 3)) + 1):
         pairs = draw(st.lists(entries(as_, k), max_size=3))
         blocks.append(render_block(as_, k, [p[0] for p in pairs]))
