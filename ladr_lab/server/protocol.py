@@ -15,6 +15,8 @@ response.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -55,12 +57,27 @@ def code_of(exc: BaseException) -> int:
 
 
 def _valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    # NaN and infinities parse (Python's json accepts them, and 1e400 overflows to inf) but are no JSON
+    # number on the wire, so such an id is no id: -32600 with id null.
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def wire_safe(text: str) -> str:
+    """JSON text that encodes as UTF-8: a lone surrogate (valid in JSON as an escape, and echoed back from a
+    request as an id, a method, a name or a value) is written as its `\\uXXXX` escape, never raw."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def to_json(obj: Any) -> str:
-    """Compact JSON text (UTF-8 characters kept, no NaN)."""
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """Compact JSON text (UTF-8 characters kept, lone surrogates escaped, no NaN)."""
+    return wire_safe(json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
 
 
 class Dispatcher:
@@ -83,7 +100,7 @@ class Dispatcher:
         if out is None:
             return None
         try:
-            return _encode(out)
+            return wire_safe(_encode(out))
         except (TypeError, ValueError, RecursionError) as exc:  # a result that is not JSON: our bug, not theirs
             return to_json(error_response(None, INTERNAL_ERROR, f"Internal error: unserialisable result ({exc})"))
 

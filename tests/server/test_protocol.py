@@ -96,22 +96,29 @@ def test_an_engine_bug_is_an_internal_error_not_a_crash(dispatcher, monkeypatch)
     assert call(dispatcher, "ping")["result"] == {}
 
 
+# Surrogate-heavy text: a lone surrogate is valid JSON (as an escape) and is echoed back in ids, methods,
+# parameter names, enum values, filter fields, cursors and indexVersions.
+surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+texts = st.text(max_size=20) | st.text(alphabet=surrogates | st.characters(), max_size=20)
+odd_numbers = st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e400])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4), max_leaves=20)
+    st.none() | st.booleans() | st.integers() | st.floats() | odd_numbers | texts,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(texts, kids, max_size=4), max_leaves=20)
 
 PARAM_NAMES = ["query", "k", "mode", "modality", "candidateK", "fusion", "rerank", "mmr", "transform", "filter",
                "minScore", "recency", "unit", "level", "tokenBudget", "session", "includeText", "includeVector",
                "seed", "indexVersion", "strict", "cursor", "_meta"]
 requests = st.fixed_dictionaries(
-    {"jsonrpc": st.sampled_from(["2.0", "2.0", "1.0", 2]), "method": st.sampled_from(["retrieve", "initialize", "x"]) | json_values},
-    optional={"id": st.integers() | st.text(max_size=5) | json_values,
-              "params": st.dictionaries(st.sampled_from(PARAM_NAMES), json_values, max_size=6) | json_values})
+    {"jsonrpc": st.sampled_from(["2.0", "2.0", "1.0", 2]),
+     "method": st.sampled_from(["retrieve", "initialize", "x"]) | texts | json_values},
+    optional={"id": st.integers() | texts | odd_numbers | json_values,
+              "params": st.dictionaries(st.sampled_from(PARAM_NAMES) | texts, json_values, max_size=6) | json_values})
 
 
 def _valid_answer(text):
     if text is None:
         return
+    text.encode("utf-8")  # writable on the wire: no lone surrogate left raw
     answer = json.loads(text)
     for a in answer if isinstance(answer, list) else [answer]:
         assert a["jsonrpc"] == "2.0" and "id" in a
@@ -131,3 +138,29 @@ def test_property_malformed_requests_get_json_rpc_answers(dispatcher, msg):
 @given(text=st.text(max_size=200) | st.binary(max_size=200))
 def test_property_any_text_gets_an_answer(dispatcher, text):
     _valid_answer(dispatcher.handle_text(text))
+
+
+ECHOED = ['{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+          '{"jsonrpc":"2.0","id":1,"method":"\\udfff"}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","\\ud800":1,"strict":false}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","mode":"\\ud800"}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","cursor":"a\\udc00b"}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","filter":{"field":"\\ud800","op":"eq","value":1}}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","indexVersion":"\\ud800"}}']
+
+
+@pytest.mark.parametrize("text", ECHOED)
+def test_an_echoed_lone_surrogate_is_escaped_on_the_wire(dispatcher, text):
+    answer = dispatcher.handle_text(text)
+    _valid_answer(answer)
+    assert answer.isascii() or "\ud800" not in answer  # escaped, never raw
+    assert "\\ud800" in answer or "\\udfff" in answer or "\\udc00" in answer
+
+
+@pytest.mark.parametrize("id_text", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+def test_a_non_finite_id_is_an_invalid_request_with_id_null(dispatcher, id_text):
+    one = '{"jsonrpc":"2.0","id":' + id_text + ',"method":"ping"}'
+    answer = json.loads(dispatcher.handle_text(one))
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+    batch = json.loads(dispatcher.handle_text("[" + one + ',{"jsonrpc":"2.0","id":2,"method":"ping"}]'))
+    assert batch[0]["error"]["code"] == -32600 and batch[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}

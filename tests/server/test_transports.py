@@ -126,25 +126,65 @@ def test_progress_notifications(client):
 
 
 _junk = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=60)
+# Lone surrogates travel as JSON escapes (json.dumps keeps ensure_ascii) and come back echoed in answers.
+_surrogate_text = st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(),
+                          max_size=20)
+_odd_ids = st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e400])
+_names = st.sampled_from(["query", "k", "filter", "mode", "unit", "cursor", "indexVersion", "fusion"]) | _surrogate_text
 _objs = st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params"]),
-                        st.none() | st.integers() | _junk | st.lists(st.integers(), max_size=2)
-                        | st.dictionaries(st.sampled_from(["query", "k", "filter", "mode"]), st.integers() | _junk),
+                        st.none() | st.integers() | _junk | _surrogate_text | _odd_ids | st.lists(st.integers(), max_size=2)
+                        | st.dictionaries(_names, st.integers() | _junk | _surrogate_text
+                                          | st.fixed_dictionaries({"field": _surrogate_text, "op": st.just("eq"),
+                                                                   "value": st.integers()})),
                         max_size=4).map(json.dumps)
+_requests = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "method": st.sampled_from(["retrieve", "ping"]) | _surrogate_text},
+    optional={"id": st.integers() | _surrogate_text | _odd_ids,
+              "params": st.dictionaries(_names, _surrogate_text | st.integers(), max_size=4)
+              .map(lambda p: {"query": "attention", **p})})
+_messages = _objs | _requests.map(json.dumps) | st.lists(_requests, min_size=1, max_size=4).map(json.dumps)
+
+
+def _check_answer(answer):
+    for a in answer if isinstance(answer, list) else [answer]:
+        assert a.get("jsonrpc") == "2.0"
+        assert ("result" in a) != ("error" in a)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=_junk | _objs)
+@given(text=_junk | _messages)
 def test_property_the_server_survives_malformed_input(client, text):
     if not text.strip():
         return
     try:
-        answer = client.send_raw(text)
+        answer = client.send_raw(text)   # parsed as JSON by the client: each answer is valid JSON
     except RetrieveError as exc:  # HTTP may refuse a body outright; the server must still be up
         assert "HTTP" in str(exc)
         answer = None
     if answer is not None:
-        for a in answer if isinstance(answer, list) else [answer]:
-            assert a.get("jsonrpc") == "2.0"
+        _check_answer(answer)
+    assert client.call("ping") == {}
+
+
+@pytest.mark.parametrize("text", [
+    '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+    '{"jsonrpc":"2.0","id":1,"method":"\\ud800"}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","\\ud800":1,"strict":false}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","unit":"\\udfff"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","cursor":"\\ud800"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","filter":{"field":"\\ud800","op":"eq","value":1}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","indexVersion":"\\ud800"}}',
+    '[{"jsonrpc":"2.0","id":"\\ud800","method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]',
+    '{"jsonrpc":"2.0","id":NaN,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1e400,"method":"ping"}',
+])
+def test_echoed_surrogates_and_non_finite_ids_keep_the_server_serving(client, text):
+    answer = client.send_raw(text)
+    _check_answer(answer)
+    if isinstance(answer, list):
+        assert len(answer) == 2 and answer[1]["result"] == {}
+    if "NaN" in text or "1e400" in text:
+        assert answer["id"] is None and answer["error"]["code"] == -32600
     assert client.call("ping") == {}
 
 
