@@ -216,6 +216,9 @@ class EmbeddedEngine:
 
         stages: dict[str, dict] = {}  # per candidate: its score at each stage
         ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
+        # usage.candidates: the distinct candidates the funnel carries on (after fusion, at most candidateK),
+        # not the sum of the recall lists (hybrid recalls up to candidateK from each, then fuses to candidateK)
+        candidates = len(ranked)
         if progress is not None:
             progress(1, total, f"{mode} recall: {len(ranked)} candidates",
                      hit_dicts(snap, ranked[:k], unit, stages, req, mode, None))
@@ -247,7 +250,7 @@ class EmbeddedEngine:
                  "k": k, "token_budget": req.token_budget, "include_text": req.include_text,
                  "include_vector": req.include_vector, "session": req.session, "reranked": rerank is not None,
                  "offset": len(page), "as_json": as_json}
-        result = self._result(snap, page, state, req, notes, t0, candidates=len(stages), reranked=reranked,
+        result = self._result(snap, page, state, req, notes, t0, candidates=candidates, reranked=reranked,
                               effective={"k": k, "candidateK": cand, **({"topN": top_n} if top_n else {})})
         if rewritten is not None:
             if isinstance(result, str):

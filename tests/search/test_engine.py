@@ -326,3 +326,28 @@ def test_capabilities_name_the_seed_fields(engine):
     assert caps["session"] and caps["pagination"] and caps["transform"] is False
     assert {"year", "lang", "tags", "size", "modified"} <= set(caps["filter"]["fields"])
     assert caps["filter"]["fields"]["year"] == "number"
+
+
+def test_usage_candidates_counts_the_funnel_not_both_recall_lists(tmp_path):
+    # 40 documents; the sparse and the dense lists of a hybrid recall differ, so their union is above
+    # candidateK, but the funnel carries on at most candidateK distinct candidates (seed 002's invariant).
+    words = ["attention", "transformer", "residual", "network", "memory", "gate", "image", "language",
+             "sequence", "training", "deep", "model"]
+    files = {f"d{i:02d}.md": (" ".join(words[(i * j) % len(words)] for j in range(1, 8)) + f" doc{i}", {})
+             for i in range(40)}
+    store = SlateStore()
+    folder = tmp_path / "P" / "papers"
+    folder.mkdir(parents=True)
+    for rel, (text, _) in files.items():
+        (folder / rel).write_text(text, encoding="utf-8")
+    store.bind("Papers", tmp_path / "P")
+    engine = EmbeddedEngine.from_store(store, chunks=False)
+    for mode in ("sparse", "dense", "hybrid"):
+        res = engine.retrieve({"query": "attention network memory image", "k": 5, "candidateK": 10, "mode": mode})
+        used = res["usage"]
+        assert used["effective"]["candidateK"] == 10
+        assert 5 <= used["candidates"] <= 10, (mode, used)
+        assert len(res["hits"]) <= 5
+    # the same request over all 40 with candidateK 40 recalls 40 distinct at most, whatever the lists hold
+    res = engine.retrieve({"query": "attention network memory image", "k": 5, "candidateK": 40, "mode": "hybrid"})
+    assert res["usage"]["candidates"] <= 40
