@@ -32,7 +32,7 @@ from ..models.base import estimate_tokens
 from . import fusion
 from .corpus import Corpus, Snapshot
 from .errors import InvalidRequestParams, OptionUnsupported
-from .filters import OPS, load_filter
+from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
 from .hits import hit_dicts, hits_json, unit_text, unit_vector
 from .request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
 from .transform import apply_transform
@@ -131,7 +131,8 @@ class EmbeddedEngine:
                        "model": getattr(self.reranker, "model", None), "maxCandidates": self.rerank_max},
             "session": True,
             "pagination": True,
-            "filter": {"fields": dict(snap.fields), "ops": list(OPS), "combinators": ["and", "or", "not"]},
+            "filter": {"fields": dict(snap.fields), "ops": list(OPS), "combinators": ["and", "or", "not"],
+                       "maxInValues": MAX_IN_VALUES, "maxNodes": MAX_NODES, "maxDepth": MAX_DEPTH},
             "transform": list(TRANSFORMS) if self.transform_model is not None else False,
         }
 

@@ -7,7 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ladr_lab.search import EmbeddedEngine
+from ladr_lab.server import Dispatcher
 from ladr_lab.server.protocol import to_json
+from ladr_lab.slate import SlateStore
 
 
 def call(d, method, params=None, id_=1, notify=None):
@@ -164,3 +167,52 @@ def test_a_non_finite_id_is_an_invalid_request_with_id_null(dispatcher, id_text)
     assert answer["id"] is None and answer["error"]["code"] == -32600
     batch = json.loads(dispatcher.handle_text("[" + one + ',{"jsonrpc":"2.0","id":2,"method":"ping"}]'))
     assert batch[0]["error"]["code"] == -32600 and batch[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_a_message_over_the_size_limit_is_an_invalid_request(dispatcher):
+    small = Dispatcher(dispatcher.engine, max_request_bytes=200)
+    caps = json.loads(small.handle_text('{"jsonrpc":"2.0","id":1,"method":"initialize"}'))["result"]["capabilities"]
+    assert caps["limits"]["maxRequestBytes"] == 200 and caps["filter"]["maxInValues"] == 1024
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "retrieve", "params": {"query": "x" * 300}})
+    for text in (big, big.encode()):
+        answer = json.loads(small.handle_text(text))
+        assert answer["id"] is None and answer["error"]["code"] == -32600
+        assert "over the server's limit of 200 bytes" in answer["error"]["message"]
+    assert "result" in json.loads(small.handle_text('{"jsonrpc":"2.0","id":1,"method":"ping"}'))
+    assert dispatcher.max_request_bytes == 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def big_slate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("big") / "Big" / "docs"
+    folder.mkdir(parents=True)
+    tags = {}
+    for i in range(3000):
+        (folder / f"d{i:04d}.md").write_text(f"# Doc {i}\n\nresidual attention network number {i}", encoding="utf-8")
+        tags[f"d{i:04d}.md"] = {"owner": f"u{i % 1500}"}
+    (folder / ".metatags.json").write_text(json.dumps(tags))
+    store = SlateStore()
+    store.bind("Big", folder.parent)
+    return Dispatcher(EmbeddedEngine.from_store(store, dense=False, chunks=False))
+
+
+def test_filter_in_work_is_bounded(big_slate, monkeypatch):
+    import ladr_lab.search.filters as filters
+
+    calls = [0]
+    real = filters._eq
+    monkeypatch.setattr(filters, "_eq", lambda a, b: (calls.__setitem__(0, calls[0] + 1), real(a, b))[1])
+
+    def ask(values):
+        return json.loads(big_slate.handle_text(json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "retrieve",
+             "params": {"query": "residual attention", "k": 5, "filter": {"field": "owner", "op": "in", "value": values}}})))
+
+    refused = ask([f"u{i}" for i in range(100_000)])       # 0.8 MB: under the size limit, over the cap
+    assert refused["error"]["code"] == -32602
+    assert 'field "owner"' in refused["error"]["message"] and "1024" in refused["error"]["message"]
+    answered = ask([f"u{i}" for i in range(1000)])
+    assert len(answered["result"]["hits"]) == 5
+    assert all(h["meta"]["owner"] in {f"u{i}" for i in range(1000)} for h in answered["result"]["hits"])
+    # 3,000 documents against 1,000 values: a set lookup each, not 3 million comparisons
+    assert calls[0] == 0

@@ -225,3 +225,16 @@ def test_a_bad_http_address_fails_before_any_indexing(slate_dir):
     p = subprocess.run(serve_cmd(slate_dir, "--http", "abc"), capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert "--http takes [HOST:]PORT (got 'abc')" in p.stderr and "indexed" not in p.stderr
+
+
+def test_a_message_over_the_size_limit_is_refused_and_the_server_keeps_serving(client):
+    assert client.initialize()["capabilities"]["limits"]["maxRequestBytes"] == 1024 * 1024
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "retrieve", "params": {"query": "x" * (1024 * 1024)}})
+    try:
+        answer = client.send_raw(big)                      # stdio: the line is skipped and answered
+    except RetrieveError as exc:                           # HTTP: 413 carrying the JSON-RPC error
+        assert "413" in str(exc) and exc.code == -32600 and "limit of 1048576 bytes" in str(exc)
+    else:
+        assert answer["error"]["code"] == -32600 and "limit of 1048576 bytes" in answer["error"]["message"]
+    assert client.call("ping") == {}
+    assert client.retrieve("residual networks", k=1)["hits"][0]["id"] == "Papers:papers/resnet.md"
