@@ -351,3 +351,60 @@ def test_usage_candidates_counts_the_funnel_not_both_recall_lists(tmp_path):
     # the same request over all 40 with candidateK 40 recalls 40 distinct at most, whatever the lists hold
     res = engine.retrieve({"query": "attention network memory image", "k": 5, "candidateK": 40, "mode": "hybrid"})
     assert res["usage"]["candidates"] <= 40
+
+
+# --- edits in place, made by another program: the very next request sees them -------------------------
+
+def _hits(engine, query, **extra):
+    return ids(engine.retrieve({"query": query, "k": 3, "mode": "sparse", **extra}))
+
+
+def _settle(engine):
+    for _ in range(3):   # past the first syncs (the vector cache fills on the first), so nothing else relists
+        engine.retrieve({"query": "settle", "k": 1, "mode": "hybrid"})
+
+
+def test_an_append_in_place_is_seen_by_the_next_request(engine, papers_root):
+    assert _hits(engine, "zebraquux") == []
+    _settle(engine)
+    with open(papers_root / "papers" / "lstm.md", "a", encoding="utf-8") as fh:   # `>>`: no directory moves
+        fh.write("\n\nzebraquux appended.")
+    assert _hits(engine, "zebraquux") == [P("lstm.md")]
+
+
+def test_an_overwrite_through_open_w_is_seen_by_the_next_request(engine, papers_root):
+    assert _hits(engine, "residual")[0] == P("resnet.md")
+    _settle(engine)
+    with open(papers_root / "papers" / "resnet.md", "w", encoding="utf-8") as fh:  # truncate and write in place
+        fh.write("# Renamed\n\nNothing about that any more: okapiword instead.")
+    assert _hits(engine, "okapiword") == [P("resnet.md")]
+    assert P("resnet.md") not in _hits(engine, "residual")
+
+
+def test_a_same_size_rewrite_with_the_mtime_put_back_is_seen_by_the_next_request(engine, papers_root):
+    path = papers_root / "papers" / "resnet.md"
+    before = os.stat(path)
+    text = path.read_text(encoding="utf-8")
+    assert _hits(engine, "residual")[0] == P("resnet.md")
+    new = text.replace("Residual", "Xylophon")
+    assert len(new.encode()) == len(text.encode()) and new != text
+    _settle(engine)
+    with open(path, "r+", encoding="utf-8") as fh:
+        fh.write(new)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))   # same size, same mtime: only ctime moved
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert _hits(engine, "xylophon") == [P("resnet.md")]
+
+
+def test_a_hand_edit_of_the_metatags_file_is_seen_by_the_next_request(engine, papers_root):
+    flt = {"field": "lang", "op": "eq", "value": "de"}
+    assert _hits(engine, "residual networks", filter={"field": "lang", "op": "eq", "value": "en"})
+    sidecar = papers_root / "papers" / ".metatags.json"
+    tags = json.loads(sidecar.read_text(encoding="utf-8"))
+    tags["resnet.md"]["lang"] = "de"
+    _settle(engine)
+    with open(sidecar, "w", encoding="utf-8") as fh:   # in place, as an editor without atomic saves does
+        fh.write(json.dumps(tags))
+    res = engine.retrieve({"query": "residual networks", "k": 3, "mode": "sparse", "filter": flt})
+    assert ids(res) == [P("resnet.md")] and res["hits"][0]["meta"]["lang"] == "de"
