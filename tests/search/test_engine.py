@@ -388,6 +388,8 @@ def test_a_same_size_rewrite_with_the_mtime_put_back_is_seen_by_the_next_request
     assert _hits(engine, "residual")[0] == P("resnet.md")
     new = text.replace("Residual", "Xylophon")
     assert len(new.encode()) == len(text.encode()) and new != text
+    old_vector = engine.retrieve({"query": "residual connections", "k": 1, "mode": "dense",
+                                  "includeVector": True})["hits"][0]["vector"]
     _settle(engine)
     with open(path, "r+", encoding="utf-8") as fh:
         fh.write(new)
@@ -395,6 +397,9 @@ def test_a_same_size_rewrite_with_the_mtime_put_back_is_seen_by_the_next_request
     after = os.stat(path)
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     assert _hits(engine, "xylophon") == [P("resnet.md")]
+    dense = engine.retrieve({"query": "xylophon connections", "k": 1, "mode": "dense", "includeVector": True})
+    assert ids(dense) == [P("resnet.md")] and dense["hits"][0]["text"] == new
+    assert dense["hits"][0]["vector"] != old_vector   # the dense index holds the new text's vector, not the old
 
 
 def test_a_hand_edit_of_the_metatags_file_is_seen_by_the_next_request(engine, papers_root):
