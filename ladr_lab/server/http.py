@@ -17,7 +17,7 @@ import json
 import threading
 from typing import Any
 
-from .protocol import Dispatcher, to_json, too_large
+from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
 DISCARD_FACTOR = 16
 PATHS = ("/", "/rpc")
@@ -85,7 +85,7 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
             if answer is None:
                 self._send(202)
             else:
-                self._send(200, answer.encode("utf-8"))
+                self._send(200, wire_bytes(answer))
 
         def _refuse_large(self, length: int, limit: int) -> None:
             body = to_json(too_large(limit, length if length >= 0 else None)).encode("utf-8")
@@ -111,7 +111,7 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
 
             def event(text: str) -> None:
                 with lock:
-                    self.wfile.write(b"event: message\ndata: " + text.encode("utf-8") + b"\n\n")
+                    self.wfile.write(b"event: message\ndata: " + wire_bytes(text) + b"\n\n")
                     self.wfile.flush()
 
             def notify(msg: dict) -> None:

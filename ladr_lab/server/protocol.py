@@ -85,6 +85,14 @@ def wire_safe(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def wire_bytes(text: str) -> bytes:
+    """`text` as UTF-8 for a transport; a lone surrogate that reached it anyway is escaped, never fatal."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return wire_safe(text).encode("utf-8")
+
+
 def to_json(obj: Any) -> str:
     """Compact JSON text (UTF-8 characters kept, lone surrogates escaped, no NaN)."""
     return wire_safe(json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")))

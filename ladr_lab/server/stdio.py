@@ -8,10 +8,11 @@ Nothing but JSON-RPC messages is ever written to standard output (logs go to sta
 """
 from __future__ import annotations
 
+import sys
 import threading
 from typing import BinaryIO
 
-from .protocol import Dispatcher, to_json, too_large
+from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
 
 def _read_line(stream: BinaryIO, limit: int) -> tuple[bytes | None, bool]:
@@ -35,7 +36,7 @@ def serve_stdio(dispatcher: Dispatcher, stdin: BinaryIO, stdout: BinaryIO) -> No
 
     def write(text: str) -> None:
         with lock:
-            stdout.write(text.encode("utf-8") + b"\n")
+            stdout.write(wire_bytes(text) + b"\n")
             stdout.flush()
 
     def notify(msg: dict) -> None:
@@ -57,5 +58,6 @@ def serve_stdio(dispatcher: Dispatcher, stdin: BinaryIO, stdout: BinaryIO) -> No
         if answer is not None:
             try:
                 write(answer)
-            except (OSError, ValueError):
+            except (OSError, ValueError) as exc:
+                print(f"ladr-lab serve: cannot write to standard output ({exc}); stopping", file=sys.stderr, flush=True)
                 return  # standard output closed: nobody is listening any more

@@ -216,3 +216,21 @@ def test_filter_in_work_is_bounded(big_slate, monkeypatch):
     assert all(h["meta"]["owner"] in {f"u{i}" for i in range(1000)} for h in answered["result"]["hits"])
     # 3,000 documents against 1,000 values: a set lookup each, not 3 million comparisons
     assert calls[0] == 0
+
+
+def test_stdio_writes_an_unencodable_answer_escaped_and_keeps_serving(dispatcher, monkeypatch):
+    import io
+
+    from ladr_lab.server import serve_stdio
+
+    real = dispatcher.handle_text
+    raw = '{"jsonrpc":"2.0","id":1,"result":"\ud800"}'   # as if an engine bypassed the escaping
+    monkeypatch.setattr(dispatcher, "handle_text",
+                        lambda text, notify=None: raw if b'"bug"' in text else real(text, notify))
+    stdin = io.BytesIO(b'{"jsonrpc":"2.0","id":1,"method":"bug"}\n{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}\n'
+                       b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+    stdout = io.BytesIO()
+    serve_stdio(dispatcher, stdin, stdout)
+    lines = stdout.getvalue().decode("utf-8").splitlines()
+    assert [json.loads(x)["id"] for x in lines] == [1, "\ud800", 3]
+    assert lines[0] == '{"jsonrpc":"2.0","id":1,"result":"\\ud800"}'
