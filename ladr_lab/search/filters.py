@@ -8,14 +8,14 @@ fails every operator except `ne`.
 
 Work is bounded: at most `MAX_DEPTH` levels and `MAX_NODES` nodes, and an `in` takes at most
 `MAX_IN_VALUES` values, looked up in a set (JSON equality kept: `1` matches `1.0`, `true` never
-matches `1`, `NaN` matches nothing), so a document costs a constant per leaf whatever the values.
+matches `1`, `NaN` matches nothing), so a document costs a constant per leaf whatever the values; a
+`contains` needle is case-folded once, not once a document.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..slate import contains_match
 from .errors import InvalidRequestParams
 
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "contains")
@@ -59,9 +59,7 @@ def _leaf(field: str, op: str, value: Any) -> Predicate:
     if op == "in":
         return _in_leaf(field, value)
     if op == "contains":
-        needle = str(value)
-        return lambda m: field in m and contains_match(
-            m[field], needle, "string[]" if isinstance(m[field], list) else "string")
+        return _contains_leaf(field, str(value))
     return lambda m: field in m and not isinstance(m[field], list) and _cmp(m[field], value, op)
 
 
@@ -103,6 +101,24 @@ def _in_leaf(field: str, values: list) -> Predicate:
             elif others and any(_eq(x, c) for c in others):
                 return True
         return False
+
+    return pred
+
+
+def _contains_leaf(field: str, value: str) -> Predicate:
+    # slate's contains_match, with the needle folded once rather than once a document (a long needle would
+    # otherwise cost its length for every document)
+    needle = value.casefold()
+
+    def pred(m: Mapping[str, Any]) -> bool:
+        if field not in m:
+            return False
+        v = m[field]
+        if isinstance(v, str):
+            return needle in v.casefold()
+        if isinstance(v, list):
+            return any(isinstance(x, str) and needle in x.casefold() for x in v)
+        return True   # contains_match ignores (passes) numbers, booleans and objects
 
     return pred
 

@@ -103,3 +103,12 @@ def test_in_costs_a_set_lookup_per_document_not_one_per_value(monkeypatch):
     docs = [{"lang": f"v{i * 7}" if i % 2 else ["x", f"w{i}"]} for i in range(3000)]
     assert sum(pred(m) for m in docs) == sum(1 for i in range(3000) if i % 2 and i * 7 < 1000)
     assert calls[0] == 0   # a list of values compared value by value would cost documents x values (3 million)
+
+
+@pytest.mark.parametrize("value", ["Attention", "STRASSE", ["nlp", "Straße"], ["x"], 7, True, {"a": "b"}, None, []])
+@pytest.mark.parametrize("needle", ["tent", "straße", "ss", "", "nope"])
+def test_contains_is_the_slates_rule(value, needle):
+    from ladr_lab.slate import contains_match
+
+    expected = contains_match(value, needle, "string[]" if isinstance(value, list) else "string")
+    assert load_filter({"field": "f", "op": "contains", "value": needle})({"f": value}) is expected
