@@ -238,3 +238,21 @@ def test_a_message_over_the_size_limit_is_refused_and_the_server_keeps_serving(c
         assert answer["error"]["code"] == -32600 and "limit of 1048576 bytes" in answer["error"]["message"]
     assert client.call("ping") == {}
     assert client.retrieve("residual networks", k=1)["hits"][0]["id"] == "Papers:papers/resnet.md"
+
+
+def test_the_served_index_sees_edits_in_place_at_the_next_request(tmp_path):
+    folder = tmp_path / "Live" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "a.md").write_text("# A\n\nplain words here", encoding="utf-8")
+    (folder / ".metatags.json").write_text(json.dumps({"a.md": {"owner": "ann"}}))
+    cmd = [sys.executable, "-m", "ladr_lab", "serve", "--slate", f"Live={tmp_path / 'Live'}", "--stdio", "--no-chunks"]
+    with RetrieveClient.stdio(cmd, env=ENV) as c:
+        for _ in range(3):
+            assert c.retrieve("plain words", k=1, mode="sparse")["hits"]
+        with open(folder / "a.md", "a", encoding="utf-8") as fh:        # `>>`
+            fh.write("\n\nwombatish")
+        assert [h["id"] for h in c.retrieve("wombatish", k=1, mode="sparse")["hits"]] == ["Live:notes/a.md"]
+        with open(folder / ".metatags.json", "w", encoding="utf-8") as fh:   # a hand edit in place
+            fh.write(json.dumps({"a.md": {"owner": "bob"}}))
+        res = c.retrieve("wombatish", k=1, mode="sparse", filter={"field": "owner", "op": "eq", "value": "bob"})
+        assert [h["meta"]["owner"] for h in res["hits"]] == ["bob"]
