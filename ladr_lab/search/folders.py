@@ -7,13 +7,13 @@ only the files of directories that changed (and whose inode changed: atomic writ
 stat'ed again. `vector_cache(folder)` reaches the folder's embedding cache (slate/vectors.py), so that
 the engine and `Folder.similar` share one set of vectors, computed once.
 
-`Watch` is the cheap "has anything changed?" test run before every search: one `stat` per
-directory of the folder, the vector cache's version counter, and the slate folder's `change_token()`
-(the slate's own listing, kept current by inotify, counts every change it takes in, and the token adds
-a `stat` of `.metatags.json`). Files added, removed or renamed by any program move a directory's
-modification time; a write in place (an append, an `open(path, "w")` overwrite, a same-size rewrite,
-a hand edit of `.metatags.json`) moves only the token; writes through the store move all three; a
-`refresh()` clears the vector cache. Only when the test fires does an index relist the folder, and
+`Watch` is the cheap "has anything changed?" test run before every search: the vector cache's
+version counter, and for a slate Folder its `change_token()` (the slate's own listing, kept current by
+inotify or re-stated where it cannot be, counts every change it takes in, and the token adds a `stat`
+of `.metatags.json`), so files added, removed or renamed and writes in place (an append, an
+`open(path, "w")` overwrite, a same-size rewrite, a hand edit of `.metatags.json`) all move it; for
+any other folder object, one `stat` per directory (files added, removed or renamed move a directory's
+modification time). Writes through the store move the vector cache too; a `refresh()` clears it. Only when the test fires does an index relist the folder, and
 `FileStats.signatures` carries each file's ctime so that a rewrite keeping size and mtime is re-read.
 """
 from __future__ import annotations
@@ -147,8 +147,11 @@ class Watch:
         """True when something may have changed since the last `mark()` (always before the first)."""
         if self._dirs is None or vector_cache(self._folder).version != self._version:
             return True
-        if self._token_of is not None and self._token_of() != self._token:
-            return True   # what the slate saw: in-place writes, appends, same-size rewrites, .metatags.json
+        if self._token_of is not None:
+            # what the slate saw (its listing is kept current by inotify, or re-stated where it cannot be):
+            # names added, removed or renamed, in-place writes, appends, same-size rewrites, .metatags.json;
+            # the directory times below would add nothing
+            return self._token_of() != self._token
         if not self._dirs:
             return os.path.isdir(self._root)
         for path, mtime in self._dirs.items():
