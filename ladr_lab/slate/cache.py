@@ -523,6 +523,7 @@ class Tree:
     def _forget(self) -> None:
         if self.root is not None:
             self._release(self.root)
+            self.changes += 1   # a folder that stays missing is no change at each read
         self.root = None
         self._root_id = None
         self._root_lost = False
@@ -530,7 +531,9 @@ class Tree:
         self._dirty.clear()
         self._unwatched.clear()
         self._links.clear()
-        self._structure_changed()
+        self._flat = None
+        self._flat_set = None
+        self._recs = None
 
     def _alive_nodes(self) -> list[DirNode]:
         out: list[DirNode] = []
