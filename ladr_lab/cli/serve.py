@@ -51,7 +51,7 @@ def cmd_serve(a) -> int:
     if not docs:
         print("ladr-lab serve: note: a slate's documents are the files in its folders (its subdirectories); "
               "files directly in a slate's directory are not served", file=sys.stderr, flush=True)
-    dispatcher = Dispatcher(engine)
+    dispatcher = Dispatcher(engine, max_request_bytes=a.max_request_bytes)
     if a.stdio:
         serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
         return 0
@@ -87,4 +87,6 @@ def add_parser(sub) -> None:
     s.add_argument("--no-chunks", action="store_true", help="documents only: no chunk index")
     s.add_argument("--max-k", type=int, default=1000, help="retrieve.maxK (default 1000)")
     s.add_argument("--keep-snapshots", type=int, default=16, help="index versions kept for indexVersion (16)")
+    s.add_argument("--max-request-bytes", type=int, default=1024 * 1024,
+                   help="the largest message (a request or a batch) answered; larger ones get -32600 (1 MiB)")
     s.set_defaults(fn=cmd_serve)

@@ -3,9 +3,10 @@
 A `Corpus` holds, for every folder of every served slate, a record per file (text, title, metadata,
 trust), and over all of them: one sparse index of documents, one of chunks, a dense index per
 folder of documents (the same `FolderVectors` that `similar()` uses) and one dense index of chunks.
-`sync()` brings them up to date: per folder a `Watch` says whether anything may have changed, and
-only then is the folder relisted and diffed, so an unchanged corpus costs one `stat` per directory
-and a write costs the changed file only (no rebuild). Each state that differs from the last gets a
+`sync()` brings them up to date: per folder a `Watch` says whether anything may have changed (what
+the slate's listing saw, in-place edits included), and only then is the folder relisted and diffed by
+(size, mtime, ctime), so an unchanged corpus costs one `stat` per directory and a write costs the
+changed file only (no rebuild). Each state that differs from the last gets a
 new `Snapshot` with its own version token; the last `keep` snapshots stay servable.
 
 Identifiers: a document is `TITLE:FOLDER/PATH` (e.g. `Knowledge:docs/notes/a.md`), a chunk is the
@@ -106,7 +107,7 @@ class _FolderState:
         self.folder = folder
         self.watch = Watch(folder)
         self.files = FileStats(folder)
-        self.stats: dict[str, tuple[int, int]] = {}
+        self.stats: dict[str, tuple[int, int, int]] = {}   # rel -> (size, mtime_ns, ctime_ns) as indexed
         self.docs: dict[str, Doc] = {}
         self.vectors: FolderVectors = folder_vectors(folder)
 
@@ -213,18 +214,18 @@ class Corpus:
         return snap
 
     def _sync_folder(self, st: _FolderState) -> bool:
-        listing = st.files.listing(st.watch.mark())
+        listing = st.files.signatures(st.watch.mark())
         try:
             tags = st.folder.metatags()
         except LadrError:
             tags = {}
         changed = False
         seen = set()
-        for rel, size, mtime in listing:
+        for rel, size, mtime, ctime in listing:
             seen.add(rel)
             meta_user = tags.get(rel) or {}
             old = st.docs.get(rel)
-            if old is not None and st.stats.get(rel) == (size, mtime):
+            if old is not None and st.stats.get(rel) == (size, mtime, ctime):
                 if _user_meta(old.meta) != meta_user:
                     st.docs[rel] = self._with_meta(old, meta_user, st, rel, size, mtime)
                     self._docs[old.id] = st.docs[rel]
@@ -236,7 +237,7 @@ class Corpus:
             doc = self._make_doc(st, rel, text, meta_user, size, mtime)
             self._index_doc(doc, old)
             st.docs[rel] = doc
-            st.stats[rel] = (size, mtime)
+            st.stats[rel] = (size, mtime, ctime)
             self._docs[doc.id] = doc
             changed = True
         for rel in [r for r in st.docs if r not in seen]:

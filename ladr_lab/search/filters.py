@@ -5,18 +5,23 @@ Operators: `eq ne gt gte lt lte in contains`. A field holding a list (a `string[
 and strings with strings (ISO dates order correctly as text); other pairs never match. `contains`
 is slate's rule: a case-insensitive substring test on strings and list elements. A missing field
 fails every operator except `ne`.
+
+Work is bounded: at most `MAX_DEPTH` levels and `MAX_NODES` nodes, and an `in` takes at most
+`MAX_IN_VALUES` values, looked up in a set (JSON equality kept: `1` matches `1.0`, `true` never
+matches `1`, `NaN` matches nothing), so a document costs a constant per leaf whatever the values; a
+`contains` needle is case-folded once, not once a document.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..slate import contains_match
 from .errors import InvalidRequestParams
 
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "contains")
 MAX_DEPTH = 32
 MAX_NODES = 1000
+MAX_IN_VALUES = 1024   # values of one `in`; matched through a set, so each document costs O(1) per leaf
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -52,14 +57,70 @@ def _leaf(field: str, op: str, value: Any) -> Predicate:
         return lambda m: field not in m or not (any(_eq(x, value) for x in m[field])
                                                 if isinstance(m[field], list) else _eq(m[field], value))
     if op == "in":
-        choices = list(value)
-        return lambda m: field in m and any(
-            any(_eq(x, c) for c in choices) for x in (m[field] if isinstance(m[field], list) else [m[field]]))
+        return _in_leaf(field, value)
     if op == "contains":
-        needle = str(value)
-        return lambda m: field in m and contains_match(
-            m[field], needle, "string[]" if isinstance(m[field], list) else "string")
+        return _contains_leaf(field, str(value))
     return lambda m: field in m and not isinstance(m[field], list) and _cmp(m[field], value, op)
+
+
+def _key(v: Any) -> tuple | None:
+    """A hashable key with JSON equality (`1` and `1.0` share one, `true` and `1` do not); None when
+    `v` is an array or an object (compared one by one, as before)."""
+    if isinstance(v, bool):
+        return (1, v)
+    if isinstance(v, (int, float)):
+        return (2, v)
+    if isinstance(v, str):
+        return (3, v)
+    if v is None:
+        return (0, None)
+    return None
+
+
+def _in_leaf(field: str, values: list) -> Predicate:
+    keys: set[tuple] = set()
+    others: list[Any] = []   # arrays and objects among the values (rare)
+    for c in values:
+        if isinstance(c, float) and c != c:
+            continue  # NaN equals nothing
+        k = _key(c)
+        if k is None:
+            others.append(c)
+        else:
+            keys.add(k)
+
+    def pred(m: Mapping[str, Any]) -> bool:
+        if field not in m:
+            return False
+        v = m[field]
+        for x in v if isinstance(v, list) else (v,):
+            k = _key(x)
+            if k is not None:
+                if k in keys:
+                    return True
+            elif others and any(_eq(x, c) for c in others):
+                return True
+        return False
+
+    return pred
+
+
+def _contains_leaf(field: str, value: str) -> Predicate:
+    # slate's contains_match, with the needle folded once rather than once a document (a long needle would
+    # otherwise cost its length for every document)
+    needle = value.casefold()
+
+    def pred(m: Mapping[str, Any]) -> bool:
+        if field not in m:
+            return False
+        v = m[field]
+        if isinstance(v, str):
+            return needle in v.casefold()
+        if isinstance(v, list):
+            return any(isinstance(x, str) and needle in x.casefold() for x in v)
+        return True   # contains_match ignores (passes) numbers, booleans and objects
+
+    return pred
 
 
 def load_filter(tree: Any, fields: Mapping[str, str] | None = None) -> Predicate:
@@ -100,6 +161,9 @@ def load_filter(tree: Any, fields: Mapping[str, str] | None = None) -> Predicate
             raise InvalidRequestParams(f'filter{path}.op must be one of {", ".join(OPS)} (got {op!r})')
         if op == "in" and not isinstance(value, list):
             raise InvalidRequestParams(f"filter{path}.value must be an array for op in")
+        if op == "in" and len(value) > MAX_IN_VALUES:
+            raise InvalidRequestParams(f'filter{path}.value holds {len(value)} values for op in on field "{field}"; '
+                                       f"at most {MAX_IN_VALUES} are allowed (filter.maxInValues)")
         if op in ("gt", "gte", "lt", "lte") and not (_num(value) or isinstance(value, str)):
             raise InvalidRequestParams(f"filter{path}.value must be a number or a string for op {op}")
         if op == "contains" and not isinstance(value, str):

@@ -7,10 +7,14 @@ only the files of directories that changed (and whose inode changed: atomic writ
 stat'ed again. `vector_cache(folder)` reaches the folder's embedding cache (slate/vectors.py), so that
 the engine and `Folder.similar` share one set of vectors, computed once.
 
-`Watch` is the cheap "has anything changed?" test run before every search: one `stat` per
-directory of the folder plus the vector cache's version counter. Files added, removed or renamed
-by any program move a directory's modification time; writes through the store move both; a
-`refresh()` clears the vector cache. Only when the test fires does an index relist the folder.
+`Watch` is the cheap "has anything changed?" test run before every search: the vector cache's
+version counter, and for a slate Folder its `change_token()` (the slate's own listing, kept current by
+inotify or re-stated where it cannot be, counts every change it takes in, and the token adds a `stat`
+of `.metatags.json`), so files added, removed or renamed and writes in place (an append, an
+`open(path, "w")` overwrite, a same-size rewrite, a hand edit of `.metatags.json`) all move it; for
+any other folder object, one `stat` per directory (files added, removed or renamed move a directory's
+modification time). Writes through the store move the vector cache too; a `refresh()` clears it. Only when the test fires does an index relist the folder, and
+`FileStats.signatures` carries each file's ctime so that a rewrite keeping size and mtime is re-read.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ class FileStats:
     def __init__(self, folder: Any) -> None:
         self._folder = folder
         self._base = str(folder.path)
-        self._seen: dict[str, tuple[int, int, int]] = {}   # rel -> (inode, size, mtime_ns)
+        self._seen: dict[str, tuple[int, int, int, int]] = {}   # rel -> (inode, size, mtime_ns, ctime_ns)
 
     def listing(self, changed_dirs: set[str] | None) -> list[tuple[str, int, int]]:
         """Every listed file with its size and mtime; `changed_dirs` (absolute paths) are the directories
@@ -39,12 +43,26 @@ class FileStats:
         native = getattr(self._folder, "file_stats", None)
         if callable(native):
             return list(native())
+        return [(rel, size, mtime) for rel, size, mtime, _ in self._walk(changed_dirs)]
+
+    def signatures(self, changed_dirs: set[str] | None) -> list[tuple[str, int, int, int]]:
+        """`listing`, with each file's ctime_ns too (0 when the folder cannot say), so that a rewrite that
+        keeps the size and the mtime is still seen."""
+        native = getattr(self._folder, "file_signatures", None)
+        if callable(native):
+            return list(native())
+        stats = getattr(self._folder, "file_stats", None)
+        if callable(stats):
+            return [(rel, size, mtime, 0) for rel, size, mtime in stats()]
+        return self._walk(changed_dirs)
+
+    def _walk(self, changed_dirs: set[str] | None) -> list[tuple[str, int, int, int]]:
         base = self._base
         if changed_dirs is None:
             self._seen = {}
         inodes: dict[str, dict[str, int]] = {}
         seen = self._seen
-        fresh: dict[str, tuple[int, int, int]] = {}
+        fresh: dict[str, tuple[int, int, int, int]] = {}
         out = []
         for rel in self._folder.files():
             head, _, name = rel.rpartition("/")
@@ -61,11 +79,11 @@ class FileStats:
                 if old is None:
                     continue
             fresh[rel] = old
-            out.append((rel, old[1], old[2]))
+            out.append((rel, old[1], old[2], old[3]))
         self._seen = fresh
         return out
 
-    def _stat(self, rel: str) -> tuple[int, int, int] | None:
+    def _stat(self, rel: str) -> tuple[int, int, int, int] | None:
         # Listed files were vetted by the listing (links inside the folder only), so a plain stat of
         # the joined path is enough; resolve() is the fallback for anything odd.
         try:
@@ -75,7 +93,7 @@ class FileStats:
                 st = os.stat(self._folder.resolve(rel))
             except (OSError, LadrError):
                 return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _inodes(path: str) -> dict[str, int]:
@@ -112,7 +130,8 @@ def _dir_mtimes(root: str) -> dict[str, int]:
 
 
 class Watch:
-    """Remembers a folder's directory times and vector-cache state; `moved()` says if either changed."""
+    """Remembers a folder's directory times, vector-cache state and (for a slate Folder) its change token;
+    `moved()` says if any changed."""
 
     def __init__(self, folder: Any) -> None:
         self._folder = folder
@@ -120,11 +139,19 @@ class Watch:
         self._dirs: dict[str, int] | None = None
         self._version = -1
         self._cleared = -1
+        token = getattr(folder, "change_token", None)
+        self._token_of = token if callable(token) else None
+        self._token: Any = None
 
     def moved(self) -> bool:
         """True when something may have changed since the last `mark()` (always before the first)."""
         if self._dirs is None or vector_cache(self._folder).version != self._version:
             return True
+        if self._token_of is not None:
+            # what the slate saw (its listing is kept current by inotify, or re-stated where it cannot be):
+            # names added, removed or renamed, in-place writes, appends, same-size rewrites, .metatags.json;
+            # the directory times below would add nothing
+            return self._token_of() != self._token
         if not self._dirs:
             return os.path.isdir(self._root)
         for path, mtime in self._dirs.items():
@@ -143,6 +170,8 @@ class Watch:
         first = self._dirs is None or cache.cleared != self._cleared
         self._version = cache.version
         self._cleared = cache.cleared
+        if self._token_of is not None:
+            self._token = self._token_of()
         old = self._dirs or {}
         self._dirs = _dir_mtimes(self._root)
         if first:

@@ -32,7 +32,7 @@ from ..models.base import estimate_tokens
 from . import fusion
 from .corpus import Corpus, Snapshot
 from .errors import InvalidRequestParams, OptionUnsupported
-from .filters import OPS, load_filter
+from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
 from .hits import hit_dicts, hits_json, unit_text, unit_vector
 from .request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
 from .transform import apply_transform
@@ -131,7 +131,8 @@ class EmbeddedEngine:
                        "model": getattr(self.reranker, "model", None), "maxCandidates": self.rerank_max},
             "session": True,
             "pagination": True,
-            "filter": {"fields": dict(snap.fields), "ops": list(OPS), "combinators": ["and", "or", "not"]},
+            "filter": {"fields": dict(snap.fields), "ops": list(OPS), "combinators": ["and", "or", "not"],
+                       "maxInValues": MAX_IN_VALUES, "maxNodes": MAX_NODES, "maxDepth": MAX_DEPTH},
             "transform": list(TRANSFORMS) if self.transform_model is not None else False,
         }
 
@@ -216,6 +217,9 @@ class EmbeddedEngine:
 
         stages: dict[str, dict] = {}  # per candidate: its score at each stage
         ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
+        # usage.candidates: the distinct candidates the funnel carries on (after fusion, at most candidateK),
+        # not the sum of the recall lists (hybrid recalls up to candidateK from each, then fuses to candidateK)
+        candidates = len(ranked)
         if progress is not None:
             progress(1, total, f"{mode} recall: {len(ranked)} candidates",
                      hit_dicts(snap, ranked[:k], unit, stages, req, mode, None))
@@ -247,7 +251,7 @@ class EmbeddedEngine:
                  "k": k, "token_budget": req.token_budget, "include_text": req.include_text,
                  "include_vector": req.include_vector, "session": req.session, "reranked": rerank is not None,
                  "offset": len(page), "as_json": as_json}
-        result = self._result(snap, page, state, req, notes, t0, candidates=len(stages), reranked=reranked,
+        result = self._result(snap, page, state, req, notes, t0, candidates=candidates, reranked=reranked,
                               effective={"k": k, "candidateK": cand, **({"topN": top_n} if top_n else {})})
         if rewritten is not None:
             if isinstance(result, str):

@@ -24,7 +24,7 @@ class FolderVectors:
         self.index = DenseIndex()
         self._watch = Watch(folder)
         self._files = FileStats(folder)
-        self._last: set[tuple[str, int, int]] = set()
+        self._last: set[tuple[str, int, int, int]] = set()   # (rel, size, mtime_ns, ctime_ns) as indexed
         self._lock = threading.Lock()
         self._view: DenseView | None = None
         self.syncs = 0   # how many times the folder was relisted (for tests and benchmarks)
@@ -34,12 +34,20 @@ class FolderVectors:
         with self._lock:
             if self._view is not None and not self._watch.moved():
                 return self._view
-            listing = self._files.listing(self._watch.mark())
-            now = set(listing)
+            now = set(self._files.signatures(self._watch.mark()))
             fresh = now - self._last          # new or changed files (set operations run in C)
-            gone = {rel for rel, _, _ in self._last - now} - {rel for rel, _, _ in fresh}
-            vectors = vector_cache(self.folder).vectors_for(sorted(fresh)) if fresh else {}
-            for rel, _, _ in fresh:
+            gone = {rel for rel, _, _, _ in self._last - now} - {rel for rel, _, _, _ in fresh}
+            cache = vector_cache(self.folder)
+            if fresh and self._last:
+                # a rewrite that kept size and mtime moved only the ctime: the cached vector (keyed by size
+                # and mtime) describes the old text, so it is dropped and the file embedded again
+                before = {(rel, size, mtime) for rel, size, mtime, _ in self._last - now}
+                stale = [rel for rel, size, mtime, _ in fresh if (rel, size, mtime) in before]
+                if stale:
+                    cache.forget(stale)
+            wanted = sorted((rel, size, mtime) for rel, size, mtime, _ in fresh)
+            vectors = cache.vectors_for(wanted) if fresh else {}
+            for rel, _, _, _ in fresh:
                 vec = vectors.get(rel)
                 if vec is None or not self.index.upsert(rel, vec):
                     self.index.delete(rel)

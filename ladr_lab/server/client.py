@@ -116,7 +116,9 @@ class _HttpTransport(_Transport):
                 return last
             body = resp.read().decode("utf-8")
             if resp.status != 200:
-                raise RetrieveError(f"HTTP {resp.status}: {body[:200]}")
+                err = _error_of(body)   # a refusal may carry a JSON-RPC error (413: -32600)
+                raise RetrieveError(f"HTTP {resp.status}: {err.get('message') if err else body[:200]}",
+                                    err.get("code") if err else None)
             return body
 
     def close(self) -> None:
@@ -286,6 +288,16 @@ class RetrieveClient:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _error_of(body: str) -> dict | None:
+    """The JSON-RPC error object in an HTTP refusal's body, if it holds one."""
+    try:
+        msg = json.loads(body)
+    except ValueError:
+        return None
+    err = msg.get("error") if isinstance(msg, dict) else None
+    return err if isinstance(err, dict) and isinstance(err.get("code"), int) else None
 
 
 def _unwrap(msg: Any) -> Any:

@@ -5,7 +5,10 @@
 request carries a `progressToken` and the client accepts `text/event-stream`, the answer is a
 server-sent-event stream: one `message` event per progress notification, then the response.
 With a bearer token configured, every request must carry `Authorization: Bearer TOKEN` (else
-401). `GET /health` answers `{"ok": true}` without a token. Bodies above `MAX_BODY` are refused (413).
+401). `GET /health` answers `{"ok": true}` without a token. A body above the dispatcher's
+`max_request_bytes` (1 MiB by default) is refused with `413` and a JSON-RPC -32600 answer; it is read
+and thrown away (so the connection stays usable) when it is at most `DISCARD_FACTOR` times the limit,
+else the connection is closed unread.
 """
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ import json
 import threading
 from typing import Any
 
-from .protocol import Dispatcher, to_json
+from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
-MAX_BODY = 16 * 1024 * 1024
+DISCARD_FACTOR = 16
 PATHS = ("/", "/rpc")
 
 
@@ -70,9 +73,9 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
                 self._send(411, b'{"error":"Content-Length required"}')
                 self.close_connection = True
                 return
-            if length < 0 or length > MAX_BODY:
-                self._send(413, b'{"error":"body too large"}')
-                self.close_connection = True
+            limit = self.dispatcher.max_request_bytes
+            if length < 0 or length > limit:
+                self._refuse_large(length, limit)
                 return
             body = self.rfile.read(length)
             if "text/event-stream" in self.headers.get("Accept", "") and _wants_progress(body):
@@ -82,7 +85,20 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
             if answer is None:
                 self._send(202)
             else:
-                self._send(200, answer.encode("utf-8"))
+                self._send(200, wire_bytes(answer))
+
+        def _refuse_large(self, length: int, limit: int) -> None:
+            body = to_json(too_large(limit, length if length >= 0 else None)).encode("utf-8")
+            if 0 <= length <= DISCARD_FACTOR * limit:
+                left = length
+                while left > 0:   # read and drop it, so the next request on this connection is read right
+                    got = self.rfile.read(min(left, 1 << 16))
+                    if not got:
+                        break
+                    left -= len(got)
+            else:
+                self.close_connection = True
+            self._send(413, body)
 
         def _stream(self, body: bytes) -> None:
             self.send_response(200)
@@ -95,7 +111,7 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
 
             def event(text: str) -> None:
                 with lock:
-                    self.wfile.write(b"event: message\ndata: " + text.encode("utf-8") + b"\n\n")
+                    self.wfile.write(b"event: message\ndata: " + wire_bytes(text) + b"\n\n")
                     self.wfile.flush()
 
             def notify(msg: dict) -> None:

@@ -4,7 +4,9 @@
 batch) and returns the response text (None when nothing is owed). It never raises: malformed JSON
 is -32700, a message that is not a request -32600, an unknown method -32601, bad params -32602,
 an option the engine cannot honour -32005, a snapshot no longer kept -32010, and anything
-unexpected -32603, each answered while the server keeps serving.
+unexpected -32603, each answered while the server keeps serving. A message over `max_request_bytes`
+(1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`) is -32600 before it is parsed,
+and the transports refuse to read one past it.
 
 Methods: `initialize` (server info and the capabilities of seed 002), `retrieve`, `ping`.
 Notifications from the client (`notifications/initialized`, `notifications/cancelled`) are accepted
@@ -15,6 +17,8 @@ response.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +35,7 @@ OPTION_UNSUPPORTED = -32005
 SNAPSHOT_GONE = -32010
 PROTOCOL_VERSION = "2025-06-18"
 MAX_BATCH = 1000
+MAX_REQUEST_BYTES = 1024 * 1024   # the default bound on one message (a request or a batch), both transports
 
 Notify = Callable[[dict], None]
 
@@ -41,6 +46,13 @@ def error_response(id_: Any, code: int, message: str, data: Any = None) -> dict:
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": id_, "error": err}
+
+
+def too_large(limit: int, size: int | None = None) -> dict:
+    """The -32600 answer to a message over `limit` bytes (`size` when it is known)."""
+    what = f"a message of {size} bytes" if size is not None else "a message"
+    return error_response(None, INVALID_REQUEST, f"Invalid Request: {what} is over the server's limit of {limit} "
+                                                  "bytes (limits.maxRequestBytes)")
 
 
 def code_of(exc: BaseException) -> int:
@@ -55,24 +67,52 @@ def code_of(exc: BaseException) -> int:
 
 
 def _valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    # NaN and infinities parse (Python's json accepts them, and 1e400 overflows to inf) but are no JSON
+    # number on the wire, so such an id is no id: -32600 with id null.
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def wire_safe(text: str) -> str:
+    """JSON text that encodes as UTF-8: a lone surrogate (valid in JSON as an escape, and echoed back from a
+    request as an id, a method, a name or a value) is written as its `\\uXXXX` escape, never raw."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def wire_bytes(text: str) -> bytes:
+    """`text` as UTF-8 for a transport; a lone surrogate that reached it anyway is escaped, never fatal."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return wire_safe(text).encode("utf-8")
 
 
 def to_json(obj: Any) -> str:
-    """Compact JSON text (UTF-8 characters kept, no NaN)."""
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """Compact JSON text (UTF-8 characters kept, lone surrogates escaped, no NaN)."""
+    return wire_safe(json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")))
 
 
 class Dispatcher:
     """Answers JSON-RPC messages with a SearchEngine (see the module docstring)."""
 
-    def __init__(self, engine: SearchEngine, name: str = "ladr-lab", version: str = "0.1.0") -> None:
+    def __init__(self, engine: SearchEngine, name: str = "ladr-lab", version: str = "0.1.0", *,
+                 max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
         self.engine = engine
         self.info = {"name": name, "version": version}
+        self.max_request_bytes = max(1, int(max_request_bytes))
 
     # --- text in, text out ----------------------------------------------------------------------
     def handle_text(self, text: str | bytes, notify: Notify | None = None) -> str | None:
         """Answer one message given as text; None when it was only notifications."""
+        size = _size(text, self.max_request_bytes)
+        if size > self.max_request_bytes:
+            return to_json(too_large(self.max_request_bytes, size))
         try:
             if isinstance(text, bytes):
                 text = text.decode("utf-8")
@@ -83,7 +123,7 @@ class Dispatcher:
         if out is None:
             return None
         try:
-            return _encode(out)
+            return wire_safe(_encode(out))
         except (TypeError, ValueError, RecursionError) as exc:  # a result that is not JSON: our bug, not theirs
             return to_json(error_response(None, INTERNAL_ERROR, f"Internal error: unserialisable result ({exc})"))
 
@@ -130,8 +170,9 @@ class Dispatcher:
 
     def _call(self, method: str, params: Any, notify: Notify | None) -> Any:
         if method == "initialize":
-            return {"protocolVersion": PROTOCOL_VERSION, "serverInfo": self.info,
-                    "capabilities": self.engine.capabilities()}
+            caps = dict(self.engine.capabilities())
+            caps["limits"] = {"maxRequestBytes": self.max_request_bytes, "maxBatch": MAX_BATCH}
+            return {"protocolVersion": PROTOCOL_VERSION, "serverInfo": self.info, "capabilities": caps}
         if method == "ping":
             return {}
         if method in ("notifications/initialized", "notifications/cancelled", "initialized"):
@@ -156,6 +197,13 @@ class Dispatcher:
                 return _Raw(fast(params if params is not None else {}, progress))
             return self.engine.retrieve(params if params is not None else {}, progress)
         raise _NoSuchMethod(method)
+
+
+def _size(text: str | bytes, limit: int) -> int:
+    """The UTF-8 size of a message (exact once it could be over `limit`; a str is at most 4 bytes a character)."""
+    if isinstance(text, bytes) or len(text) * 4 <= limit:
+        return len(text)
+    return len(text) if len(text) > limit else len(text.encode("utf-8", "surrogatepass"))
 
 
 class _NoSuchMethod(Exception):

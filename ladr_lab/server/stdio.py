@@ -1,30 +1,31 @@
 """The stdio transport: newline-delimited JSON-RPC messages on standard input, answers on standard output.
 
 One message per line (UTF-8; JSON text never contains a raw newline). Requests are answered in
-order; progress notifications for a request are written before its response. A line longer than
-`MAX_LINE` bytes is answered with -32600 and skipped; invalid UTF-8 is a parse error (-32700).
+order; progress notifications for a request are written before its response. A line longer than the
+dispatcher's `max_request_bytes` (1 MiB by default) is answered with -32600 and skipped without being
+kept in memory; invalid UTF-8 is a parse error (-32700).
 Nothing but JSON-RPC messages is ever written to standard output (logs go to standard error).
 """
 from __future__ import annotations
 
+import sys
 import threading
 from typing import BinaryIO
 
-from .protocol import INVALID_REQUEST, Dispatcher, error_response, to_json
-
-MAX_LINE = 16 * 1024 * 1024
+from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
 
-def _read_line(stream: BinaryIO) -> tuple[bytes | None, bool]:
-    """The next line (without its newline) and whether it was too long; (None, False) at the end."""
-    line = stream.readline(MAX_LINE + 1)
+def _read_line(stream: BinaryIO, limit: int) -> tuple[bytes | None, bool]:
+    """The next line (without its newline) and whether it was longer than `limit`; (None, False) at the end."""
+    line = stream.readline(limit + 2)   # the message, and its newline (\r\n at most)
     if not line:
         return None, False
-    if len(line) > MAX_LINE and not line.endswith(b"\n"):
-        while True:  # skip the rest of the oversized line
-            more = stream.readline(MAX_LINE)
-            if not more or more.endswith(b"\n"):
+    if len(line.rstrip(b"\r\n")) > limit:
+        while not line.endswith(b"\n"):  # skip the rest of the oversized line, a piece at a time
+            more = stream.readline(1 << 16)
+            if not more:
                 break
+            line = more
         return b"", True
     return line.rstrip(b"\r\n"), False
 
@@ -35,7 +36,7 @@ def serve_stdio(dispatcher: Dispatcher, stdin: BinaryIO, stdout: BinaryIO) -> No
 
     def write(text: str) -> None:
         with lock:
-            stdout.write(text.encode("utf-8") + b"\n")
+            stdout.write(wire_bytes(text) + b"\n")
             stdout.flush()
 
     def notify(msg: dict) -> None:
@@ -45,11 +46,11 @@ def serve_stdio(dispatcher: Dispatcher, stdin: BinaryIO, stdout: BinaryIO) -> No
             pass  # the client went away; the response write will tell
 
     while True:
-        line, too_long = _read_line(stdin)
+        line, too_long = _read_line(stdin, dispatcher.max_request_bytes)
         if line is None:
             return
         if too_long:
-            write(to_json(error_response(None, INVALID_REQUEST, f"Invalid Request: message longer than {MAX_LINE} bytes")))
+            write(to_json(too_large(dispatcher.max_request_bytes)))
             continue
         if not line.strip():
             continue
@@ -57,5 +58,6 @@ def serve_stdio(dispatcher: Dispatcher, stdin: BinaryIO, stdout: BinaryIO) -> No
         if answer is not None:
             try:
                 write(answer)
-            except (OSError, ValueError):
+            except (OSError, ValueError) as exc:
+                print(f"ladr-lab serve: cannot write to standard output ({exc}); stopping", file=sys.stderr, flush=True)
                 return  # standard output closed: nobody is listening any more

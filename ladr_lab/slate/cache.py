@@ -172,6 +172,7 @@ class Tree:
         self._flat: list[str] | None = None
         self._flat_set: set[str] | None = None
         self._recs: list[tuple[str, FileRec]] | None = None  # unsorted; records update in place
+        self.changes = 0   # bumped by every change the tree takes in (a record's stat, a name, a directory)
 
     # --- keeping current --------------------------------------------------------------------------
     def sync(self) -> DirNode | None:
@@ -345,9 +346,11 @@ class Tree:
                 prev = old.get(name)
                 if prev is None:
                     files[name] = FileRec(name, st, link)
+                    self.changes += 1
                 else:
                     if not prev.same(st, link):
                         prev.update(st, link)
+                        self.changes += 1
                     files[name] = prev  # keeps the entry object shared with rendered lists
                 if link:
                     links.append(name)
@@ -441,6 +444,7 @@ class Tree:
             node = node.parent
 
     def _structure_changed(self) -> None:
+        self.changes += 1
         self._flat = None
         self._flat_set = None
         self._recs = None
@@ -451,8 +455,10 @@ class Tree:
             delta = st.st_size - rec.size
             if not rec.same(st, link):
                 rec.update(st, link)
+                self.changes += 1
             self._bump(node, delta, 0)
         else:
+            self.changes += 1
             rec = FileRec(name, st, link)
             node.files[name] = rec
             insort(node.fnames, name)
@@ -517,6 +523,7 @@ class Tree:
     def _forget(self) -> None:
         if self.root is not None:
             self._release(self.root)
+            self.changes += 1   # a folder that stays missing is no change at each read
         self.root = None
         self._root_id = None
         self._root_lost = False
@@ -524,7 +531,9 @@ class Tree:
         self._dirty.clear()
         self._unwatched.clear()
         self._links.clear()
-        self._structure_changed()
+        self._flat = None
+        self._flat_set = None
+        self._recs = None
 
     def _alive_nodes(self) -> list[DirNode]:
         out: list[DirNode] = []

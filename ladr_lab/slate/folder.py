@@ -219,6 +219,26 @@ class Folder(Displayable):
             self._tree.sync()
             return [(rel, rec.size, rec.mtime_ns) for rel, rec in self._tree.iter_files()]
 
+    def file_signatures(self) -> list[tuple[str, int, int, int]]:
+        """`(relative path, size, mtime_ns, ctime_ns)` of every listed file, sorted by path, current as of the call
+        (ctime moves on every write, even one that keeps the size and puts the old mtime back)."""
+        with self._lock:
+            self._tree.sync()
+            return [(rel, rec.size, rec.mtime_ns, rec.ctime_ns) for rel, rec in self._tree.iter_files()]
+
+    def change_token(self) -> tuple:
+        """A value that changes whenever anything a reader sees may have: a listed file added, removed or
+        written (in place too: appends, overwrites, same-size rewrites), or the metatags file; current as of
+        the call (with notifications, one drain of the queue and one `stat`)."""
+        with self._lock:
+            self._tree.sync()
+            try:
+                st = os.stat(self._sidecar.path)
+                side: tuple | None = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            except OSError:
+                side = None
+            return (self._tree.changes, side)
+
     def glob(self, pattern: str | os.PathLike) -> list[str]:
         """Files whose folder-relative path matches `pattern` (see globbing.py), sorted."""
         comps = compile_glob(os.fspath(pattern) if isinstance(pattern, os.PathLike) else pattern)

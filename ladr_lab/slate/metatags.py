@@ -69,6 +69,11 @@ def fallback_created_ns(st: os.stat_result) -> int:
     return min(st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _stat_key(st: os.stat_result) -> tuple:
+    # ctime too: a rewrite in place that keeps the size and puts the old mtime back still moves it
+    return (st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
+
+
 class Sidecar:
     """A folder's `.metatags.json`, parsed once and re-parsed only when the file changes."""
 
@@ -91,7 +96,7 @@ class Sidecar:
             raise SlateError(f"cannot read metatags file {self.path}: {exc}") from exc
         if not stat.S_ISREG(st.st_mode):
             raise SlateError(f"metatags file {self.path} is not a regular file")
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        key = _stat_key(st)
         if key == self._key:
             return self._data
         try:
@@ -128,7 +133,7 @@ class Sidecar:
 
     def adopt(self, data: dict[str, dict], st: os.stat_result) -> None:
         """Cache `data` as the parse of the file the store just wrote (whose stat is `st`)."""
-        self._data, self._key = data, (st.st_ino, st.st_mtime_ns, st.st_size)
+        self._data, self._key = data, _stat_key(st)
 
     def forget(self) -> None:
         """Drop the cached parse."""

@@ -115,6 +115,12 @@ class VectorCache:
                 scored.append((-s, rel))
         return [(rel, -neg) for neg, rel in heapq.nsmallest(top_k, scored)]
 
+    def forget(self, rels: list[str]) -> None:
+        """Drop the vectors of `rels` (rewritten without their size or mtime moving), so they are embedded again."""
+        with self._lock:
+            for rel in rels:
+                self._vectors.pop(rel, None)
+
     def clear(self) -> None:
         """Forget every vector (the folder stays active if it was)."""
         with self._lock:

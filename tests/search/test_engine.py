@@ -326,3 +326,90 @@ def test_capabilities_name_the_seed_fields(engine):
     assert caps["session"] and caps["pagination"] and caps["transform"] is False
     assert {"year", "lang", "tags", "size", "modified"} <= set(caps["filter"]["fields"])
     assert caps["filter"]["fields"]["year"] == "number"
+
+
+def test_usage_candidates_counts_the_funnel_not_both_recall_lists(tmp_path):
+    # 40 documents; the sparse and the dense lists of a hybrid recall differ, so their union is above
+    # candidateK, but the funnel carries on at most candidateK distinct candidates (seed 002's invariant).
+    words = ["attention", "transformer", "residual", "network", "memory", "gate", "image", "language",
+             "sequence", "training", "deep", "model"]
+    files = {f"d{i:02d}.md": (" ".join(words[(i * j) % len(words)] for j in range(1, 8)) + f" doc{i}", {})
+             for i in range(40)}
+    store = SlateStore()
+    folder = tmp_path / "P" / "papers"
+    folder.mkdir(parents=True)
+    for rel, (text, _) in files.items():
+        (folder / rel).write_text(text, encoding="utf-8")
+    store.bind("Papers", tmp_path / "P")
+    engine = EmbeddedEngine.from_store(store, chunks=False)
+    for mode in ("sparse", "dense", "hybrid"):
+        res = engine.retrieve({"query": "attention network memory image", "k": 5, "candidateK": 10, "mode": mode})
+        used = res["usage"]
+        assert used["effective"]["candidateK"] == 10
+        assert 5 <= used["candidates"] <= 10, (mode, used)
+        assert len(res["hits"]) <= 5
+    # the same request over all 40 with candidateK 40 recalls 40 distinct at most, whatever the lists hold
+    res = engine.retrieve({"query": "attention network memory image", "k": 5, "candidateK": 40, "mode": "hybrid"})
+    assert res["usage"]["candidates"] <= 40
+
+
+# --- edits in place, made by another program: the very next request sees them -------------------------
+
+def _hits(engine, query, **extra):
+    return ids(engine.retrieve({"query": query, "k": 3, "mode": "sparse", **extra}))
+
+
+def _settle(engine):
+    for _ in range(3):   # past the first syncs (the vector cache fills on the first), so nothing else relists
+        engine.retrieve({"query": "settle", "k": 1, "mode": "hybrid"})
+
+
+def test_an_append_in_place_is_seen_by_the_next_request(engine, papers_root):
+    assert _hits(engine, "zebraquux") == []
+    _settle(engine)
+    with open(papers_root / "papers" / "lstm.md", "a", encoding="utf-8") as fh:   # `>>`: no directory moves
+        fh.write("\n\nzebraquux appended.")
+    assert _hits(engine, "zebraquux") == [P("lstm.md")]
+
+
+def test_an_overwrite_through_open_w_is_seen_by_the_next_request(engine, papers_root):
+    assert _hits(engine, "residual")[0] == P("resnet.md")
+    _settle(engine)
+    with open(papers_root / "papers" / "resnet.md", "w", encoding="utf-8") as fh:  # truncate and write in place
+        fh.write("# Renamed\n\nNothing about that any more: okapiword instead.")
+    assert _hits(engine, "okapiword") == [P("resnet.md")]
+    assert P("resnet.md") not in _hits(engine, "residual")
+
+
+def test_a_same_size_rewrite_with_the_mtime_put_back_is_seen_by_the_next_request(engine, papers_root):
+    path = papers_root / "papers" / "resnet.md"
+    before = os.stat(path)
+    text = path.read_text(encoding="utf-8")
+    assert _hits(engine, "residual")[0] == P("resnet.md")
+    new = text.replace("Residual", "Xylophon")
+    assert len(new.encode()) == len(text.encode()) and new != text
+    old_vector = engine.retrieve({"query": "residual connections", "k": 1, "mode": "dense",
+                                  "includeVector": True})["hits"][0]["vector"]
+    _settle(engine)
+    with open(path, "r+", encoding="utf-8") as fh:
+        fh.write(new)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))   # same size, same mtime: only ctime moved
+    after = os.stat(path)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert _hits(engine, "xylophon") == [P("resnet.md")]
+    dense = engine.retrieve({"query": "xylophon connections", "k": 1, "mode": "dense", "includeVector": True})
+    assert ids(dense) == [P("resnet.md")] and dense["hits"][0]["text"] == new
+    assert dense["hits"][0]["vector"] != old_vector   # the dense index holds the new text's vector, not the old
+
+
+def test_a_hand_edit_of_the_metatags_file_is_seen_by_the_next_request(engine, papers_root):
+    flt = {"field": "lang", "op": "eq", "value": "de"}
+    assert _hits(engine, "residual networks", filter={"field": "lang", "op": "eq", "value": "en"})
+    sidecar = papers_root / "papers" / ".metatags.json"
+    tags = json.loads(sidecar.read_text(encoding="utf-8"))
+    tags["resnet.md"]["lang"] = "de"
+    _settle(engine)
+    with open(sidecar, "w", encoding="utf-8") as fh:   # in place, as an editor without atomic saves does
+        fh.write(json.dumps(tags))
+    res = engine.retrieve({"query": "residual networks", "k": 3, "mode": "sparse", "filter": flt})
+    assert ids(res) == [P("resnet.md")] and res["hits"][0]["meta"]["lang"] == "de"

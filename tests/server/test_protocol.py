@@ -7,7 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ladr_lab.search import EmbeddedEngine
+from ladr_lab.server import Dispatcher
 from ladr_lab.server.protocol import to_json
+from ladr_lab.slate import SlateStore
 
 
 def call(d, method, params=None, id_=1, notify=None):
@@ -96,22 +99,29 @@ def test_an_engine_bug_is_an_internal_error_not_a_crash(dispatcher, monkeypatch)
     assert call(dispatcher, "ping")["result"] == {}
 
 
+# Surrogate-heavy text: a lone surrogate is valid JSON (as an escape) and is echoed back in ids, methods,
+# parameter names, enum values, filter fields, cursors and indexVersions.
+surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+texts = st.text(max_size=20) | st.text(alphabet=surrogates | st.characters(), max_size=20)
+odd_numbers = st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e400])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4), max_leaves=20)
+    st.none() | st.booleans() | st.integers() | st.floats() | odd_numbers | texts,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(texts, kids, max_size=4), max_leaves=20)
 
 PARAM_NAMES = ["query", "k", "mode", "modality", "candidateK", "fusion", "rerank", "mmr", "transform", "filter",
                "minScore", "recency", "unit", "level", "tokenBudget", "session", "includeText", "includeVector",
                "seed", "indexVersion", "strict", "cursor", "_meta"]
 requests = st.fixed_dictionaries(
-    {"jsonrpc": st.sampled_from(["2.0", "2.0", "1.0", 2]), "method": st.sampled_from(["retrieve", "initialize", "x"]) | json_values},
-    optional={"id": st.integers() | st.text(max_size=5) | json_values,
-              "params": st.dictionaries(st.sampled_from(PARAM_NAMES), json_values, max_size=6) | json_values})
+    {"jsonrpc": st.sampled_from(["2.0", "2.0", "1.0", 2]),
+     "method": st.sampled_from(["retrieve", "initialize", "x"]) | texts | json_values},
+    optional={"id": st.integers() | texts | odd_numbers | json_values,
+              "params": st.dictionaries(st.sampled_from(PARAM_NAMES) | texts, json_values, max_size=6) | json_values})
 
 
 def _valid_answer(text):
     if text is None:
         return
+    text.encode("utf-8")  # writable on the wire: no lone surrogate left raw
     answer = json.loads(text)
     for a in answer if isinstance(answer, list) else [answer]:
         assert a["jsonrpc"] == "2.0" and "id" in a
@@ -131,3 +141,96 @@ def test_property_malformed_requests_get_json_rpc_answers(dispatcher, msg):
 @given(text=st.text(max_size=200) | st.binary(max_size=200))
 def test_property_any_text_gets_an_answer(dispatcher, text):
     _valid_answer(dispatcher.handle_text(text))
+
+
+ECHOED = ['{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+          '{"jsonrpc":"2.0","id":1,"method":"\\udfff"}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","\\ud800":1,"strict":false}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","mode":"\\ud800"}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","cursor":"a\\udc00b"}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","filter":{"field":"\\ud800","op":"eq","value":1}}}',
+          '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","indexVersion":"\\ud800"}}']
+
+
+@pytest.mark.parametrize("text", ECHOED)
+def test_an_echoed_lone_surrogate_is_escaped_on_the_wire(dispatcher, text):
+    answer = dispatcher.handle_text(text)
+    _valid_answer(answer)
+    assert answer.isascii() or "\ud800" not in answer  # escaped, never raw
+    assert "\\ud800" in answer or "\\udfff" in answer or "\\udc00" in answer
+
+
+@pytest.mark.parametrize("id_text", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+def test_a_non_finite_id_is_an_invalid_request_with_id_null(dispatcher, id_text):
+    one = '{"jsonrpc":"2.0","id":' + id_text + ',"method":"ping"}'
+    answer = json.loads(dispatcher.handle_text(one))
+    assert answer["id"] is None and answer["error"]["code"] == -32600
+    batch = json.loads(dispatcher.handle_text("[" + one + ',{"jsonrpc":"2.0","id":2,"method":"ping"}]'))
+    assert batch[0]["error"]["code"] == -32600 and batch[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_a_message_over_the_size_limit_is_an_invalid_request(dispatcher):
+    small = Dispatcher(dispatcher.engine, max_request_bytes=200)
+    caps = json.loads(small.handle_text('{"jsonrpc":"2.0","id":1,"method":"initialize"}'))["result"]["capabilities"]
+    assert caps["limits"]["maxRequestBytes"] == 200 and caps["filter"]["maxInValues"] == 1024
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "retrieve", "params": {"query": "x" * 300}})
+    for text in (big, big.encode()):
+        answer = json.loads(small.handle_text(text))
+        assert answer["id"] is None and answer["error"]["code"] == -32600
+        assert "over the server's limit of 200 bytes" in answer["error"]["message"]
+    assert "result" in json.loads(small.handle_text('{"jsonrpc":"2.0","id":1,"method":"ping"}'))
+    assert dispatcher.max_request_bytes == 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def big_slate(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("big") / "Big" / "docs"
+    folder.mkdir(parents=True)
+    tags = {}
+    for i in range(3000):
+        (folder / f"d{i:04d}.md").write_text(f"# Doc {i}\n\nresidual attention network number {i}", encoding="utf-8")
+        tags[f"d{i:04d}.md"] = {"owner": f"u{i % 1500}"}
+    (folder / ".metatags.json").write_text(json.dumps(tags))
+    store = SlateStore()
+    store.bind("Big", folder.parent)
+    return Dispatcher(EmbeddedEngine.from_store(store, dense=False, chunks=False))
+
+
+def test_filter_in_work_is_bounded(big_slate, monkeypatch):
+    import ladr_lab.search.filters as filters
+
+    calls = [0]
+    real = filters._eq
+    monkeypatch.setattr(filters, "_eq", lambda a, b: (calls.__setitem__(0, calls[0] + 1), real(a, b))[1])
+
+    def ask(values):
+        return json.loads(big_slate.handle_text(json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "retrieve",
+             "params": {"query": "residual attention", "k": 5, "filter": {"field": "owner", "op": "in", "value": values}}})))
+
+    refused = ask([f"u{i}" for i in range(100_000)])       # 0.8 MB: under the size limit, over the cap
+    assert refused["error"]["code"] == -32602
+    assert 'field "owner"' in refused["error"]["message"] and "1024" in refused["error"]["message"]
+    answered = ask([f"u{i}" for i in range(1000)])
+    assert len(answered["result"]["hits"]) == 5
+    assert all(h["meta"]["owner"] in {f"u{i}" for i in range(1000)} for h in answered["result"]["hits"])
+    # 3,000 documents against 1,000 values: a set lookup each, not 3 million comparisons
+    assert calls[0] == 0
+
+
+def test_stdio_writes_an_unencodable_answer_escaped_and_keeps_serving(dispatcher, monkeypatch):
+    import io
+
+    from ladr_lab.server import serve_stdio
+
+    real = dispatcher.handle_text
+    raw = '{"jsonrpc":"2.0","id":1,"result":"\ud800"}'   # as if an engine bypassed the escaping
+    monkeypatch.setattr(dispatcher, "handle_text",
+                        lambda text, notify=None: raw if b'"bug"' in text else real(text, notify))
+    stdin = io.BytesIO(b'{"jsonrpc":"2.0","id":1,"method":"bug"}\n{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}\n'
+                       b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+    stdout = io.BytesIO()
+    serve_stdio(dispatcher, stdin, stdout)
+    lines = stdout.getvalue().decode("utf-8").splitlines()
+    assert [json.loads(x)["id"] for x in lines] == [1, "\ud800", 3]
+    assert lines[0] == '{"jsonrpc":"2.0","id":1,"result":"\\ud800"}'

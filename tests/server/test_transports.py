@@ -126,25 +126,65 @@ def test_progress_notifications(client):
 
 
 _junk = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=60)
+# Lone surrogates travel as JSON escapes (json.dumps keeps ensure_ascii) and come back echoed in answers.
+_surrogate_text = st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(),
+                          max_size=20)
+_odd_ids = st.sampled_from([float("nan"), float("inf"), float("-inf"), 1e400])
+_names = st.sampled_from(["query", "k", "filter", "mode", "unit", "cursor", "indexVersion", "fusion"]) | _surrogate_text
 _objs = st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params"]),
-                        st.none() | st.integers() | _junk | st.lists(st.integers(), max_size=2)
-                        | st.dictionaries(st.sampled_from(["query", "k", "filter", "mode"]), st.integers() | _junk),
+                        st.none() | st.integers() | _junk | _surrogate_text | _odd_ids | st.lists(st.integers(), max_size=2)
+                        | st.dictionaries(_names, st.integers() | _junk | _surrogate_text
+                                          | st.fixed_dictionaries({"field": _surrogate_text, "op": st.just("eq"),
+                                                                   "value": st.integers()})),
                         max_size=4).map(json.dumps)
+_requests = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "method": st.sampled_from(["retrieve", "ping"]) | _surrogate_text},
+    optional={"id": st.integers() | _surrogate_text | _odd_ids,
+              "params": st.dictionaries(_names, _surrogate_text | st.integers(), max_size=4)
+              .map(lambda p: {"query": "attention", **p})})
+_messages = _objs | _requests.map(json.dumps) | st.lists(_requests, min_size=1, max_size=4).map(json.dumps)
+
+
+def _check_answer(answer):
+    for a in answer if isinstance(answer, list) else [answer]:
+        assert a.get("jsonrpc") == "2.0"
+        assert ("result" in a) != ("error" in a)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=_junk | _objs)
+@given(text=_junk | _messages)
 def test_property_the_server_survives_malformed_input(client, text):
     if not text.strip():
         return
     try:
-        answer = client.send_raw(text)
+        answer = client.send_raw(text)   # parsed as JSON by the client: each answer is valid JSON
     except RetrieveError as exc:  # HTTP may refuse a body outright; the server must still be up
         assert "HTTP" in str(exc)
         answer = None
     if answer is not None:
-        for a in answer if isinstance(answer, list) else [answer]:
-            assert a.get("jsonrpc") == "2.0"
+        _check_answer(answer)
+    assert client.call("ping") == {}
+
+
+@pytest.mark.parametrize("text", [
+    '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',
+    '{"jsonrpc":"2.0","id":1,"method":"\\ud800"}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","\\ud800":1,"strict":false}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","unit":"\\udfff"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","cursor":"\\ud800"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","filter":{"field":"\\ud800","op":"eq","value":1}}}',
+    '{"jsonrpc":"2.0","id":1,"method":"retrieve","params":{"query":"x","indexVersion":"\\ud800"}}',
+    '[{"jsonrpc":"2.0","id":"\\ud800","method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]',
+    '{"jsonrpc":"2.0","id":NaN,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":1e400,"method":"ping"}',
+])
+def test_echoed_surrogates_and_non_finite_ids_keep_the_server_serving(client, text):
+    answer = client.send_raw(text)
+    _check_answer(answer)
+    if isinstance(answer, list):
+        assert len(answer) == 2 and answer[1]["result"] == {}
+    if "NaN" in text or "1e400" in text:
+        assert answer["id"] is None and answer["error"]["code"] == -32600
     assert client.call("ping") == {}
 
 
@@ -185,3 +225,34 @@ def test_a_bad_http_address_fails_before_any_indexing(slate_dir):
     p = subprocess.run(serve_cmd(slate_dir, "--http", "abc"), capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert "--http takes [HOST:]PORT (got 'abc')" in p.stderr and "indexed" not in p.stderr
+
+
+def test_a_message_over_the_size_limit_is_refused_and_the_server_keeps_serving(client):
+    assert client.initialize()["capabilities"]["limits"]["maxRequestBytes"] == 1024 * 1024
+    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "retrieve", "params": {"query": "x" * (1024 * 1024)}})
+    try:
+        answer = client.send_raw(big)                      # stdio: the line is skipped and answered
+    except RetrieveError as exc:                           # HTTP: 413 carrying the JSON-RPC error
+        assert "413" in str(exc) and exc.code == -32600 and "limit of 1048576 bytes" in str(exc)
+    else:
+        assert answer["error"]["code"] == -32600 and "limit of 1048576 bytes" in answer["error"]["message"]
+    assert client.call("ping") == {}
+    assert client.retrieve("residual networks", k=1)["hits"][0]["id"] == "Papers:papers/resnet.md"
+
+
+def test_the_served_index_sees_edits_in_place_at_the_next_request(tmp_path):
+    folder = tmp_path / "Live" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "a.md").write_text("# A\n\nplain words here", encoding="utf-8")
+    (folder / ".metatags.json").write_text(json.dumps({"a.md": {"owner": "ann"}}))
+    cmd = [sys.executable, "-m", "ladr_lab", "serve", "--slate", f"Live={tmp_path / 'Live'}", "--stdio", "--no-chunks"]
+    with RetrieveClient.stdio(cmd, env=ENV) as c:
+        for _ in range(3):
+            assert c.retrieve("plain words", k=1, mode="sparse")["hits"]
+        with open(folder / "a.md", "a", encoding="utf-8") as fh:        # `>>`
+            fh.write("\n\nwombatish")
+        assert [h["id"] for h in c.retrieve("wombatish", k=1, mode="sparse")["hits"]] == ["Live:notes/a.md"]
+        with open(folder / ".metatags.json", "w", encoding="utf-8") as fh:   # a hand edit in place
+            fh.write(json.dumps({"a.md": {"owner": "bob"}}))
+        res = c.retrieve("wombatish", k=1, mode="sparse", filter={"field": "owner", "op": "eq", "value": "bob"})
+        assert [h["meta"]["owner"] for h in res["hits"]] == ["bob"]

@@ -378,3 +378,31 @@ def test_environment_switch_turns_notifications_off(tmp_path):
     env = dict(os.environ, LADR_SLATE_WATCH="0")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "0"]
+
+
+def test_change_token_moves_with_every_edit_and_only_then(tmp_path):
+    import os
+    import shutil
+
+    from ladr_lab.slate import SlateStore
+
+    (tmp_path / "S" / "notes").mkdir(parents=True)
+    path = tmp_path / "S" / "notes" / "a.md"
+    path.write_text("one", encoding="utf-8")
+    store = SlateStore()
+    store.bind("S", tmp_path / "S")
+    folder = store.slate("S").folder("notes")
+    token = folder.change_token()
+    assert folder.change_token() == token                 # nothing changed: the same token
+    before = os.stat(path)
+    with open(path, "w", encoding="utf-8") as fh:          # same size, mtime put back: ctime moves
+        fh.write("two")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert folder.change_token() != token
+    assert [s[0] for s in folder.file_signatures()] == ["a.md"]
+    token = folder.change_token()
+    (tmp_path / "S" / "notes" / ".metatags.json").write_text('{"a.md": {"k": 1}}', encoding="utf-8")
+    assert folder.change_token() != token
+    shutil.rmtree(tmp_path / "S" / "notes")
+    gone = folder.change_token()
+    assert folder.change_token() == gone                  # a missing folder stays one state
