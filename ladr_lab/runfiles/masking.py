@@ -18,15 +18,21 @@ MASKED_PATH = "[masked path]"
 MASKED_SECRET = "[masked secret]"
 
 _PATH_END = r"""[^\s'"`<>|;:,(){}\[\]*?]"""
+_SEG = r"""[^\s'"`<>|;:,(){}\[\]*?/\\]"""
+# a path goes on after a space when one to three words and then a separator follow ("My Documents/x.txt")
+_POSIX_MORE = rf"(?:(?:[ ]{_SEG}+){{1,3}}/{_PATH_END}*)*"
+_WIN_MORE = rf"(?:(?:[ ]{_SEG}+){{1,3}}\\{_PATH_END}*)*"
 # a POSIX absolute path: a "/" that no word, path or URL character precedes and that is not "//" (a URL)
-_POSIX_RE = re.compile(rf"(?<![\w/.~%-])(?:~[\w.-]*)?/(?!/){_PATH_END}*")
-_FILE_URL_RE = re.compile(rf"\bfile://(?:localhost)?(/{_PATH_END}*)", re.IGNORECASE)
-_WINDOWS_RE = re.compile(rf"(?<![\w/\\])(?:[A-Za-z]:\\|\\\\[\w.$-]+\\){_PATH_END}*")
+_POSIX_RE = re.compile(rf"(?<![\w/.~%-])(?:~[\w.-]*)?/(?!/){_PATH_END}*{_POSIX_MORE}")
+_FILE_URL_RE = re.compile(rf"\bfile://(?:localhost)?(/{_PATH_END}*{_POSIX_MORE})", re.IGNORECASE)
+_WINDOWS_RE = re.compile(rf"(?<![\w/\\])(?:[A-Za-z]:\\|\\\\[\w.$-]+\\){_PATH_END}*{_WIN_MORE}")
+# a relative path with a ".." part (taken from the run folder): "../../home/alice/x", "out/../../x"
+_RELATIVE_RE = re.compile(rf"(?<![\w/.~%:@\\-])(?:[\w.-]+/)*\.\.(?:/{_PATH_END}*{_POSIX_MORE})?(?![\w.-])")
 _TRAILING = ".:!?"
 
 
 class PathRedactor:
-    """Hides local paths (POSIX, ``~``, ``file://`` and Windows) that lie outside a folder; paths inside it stay."""
+    """Hides local paths (POSIX, ``~``, ``file://``, Windows, and relative ones with ``..``) outside a folder."""
 
     def __init__(self, inside: str | Path, replacement: str = MASKED_PATH) -> None:
         folder = Path(inside).expanduser()
@@ -35,12 +41,14 @@ class PathRedactor:
             roots.add(os.path.normpath(os.path.realpath(folder)))
         except OSError:  # pragma: no cover - realpath only fails on exotic file systems
             pass
+        self.base = os.path.normpath(os.path.abspath(folder))  # what a relative path is taken from
         self.roots = sorted(roots)
         self.replacement = replacement
         self.name = "paths-outside:" + "|".join(self.roots)
 
     def _inside(self, path: str) -> bool:
-        norm = os.path.normpath(os.path.expanduser(path))
+        path = os.path.expanduser(path)
+        norm = os.path.normpath(os.path.join(self.base, path) if path[:1] == "." or "/.." in path else path)
         return any(norm == root or norm.startswith(root.rstrip(os.sep) + os.sep) for root in self.roots)
 
     def _sub(self, m: re.Match, group: int = 0) -> str:
@@ -57,33 +65,107 @@ class PathRedactor:
             return text
         text = _FILE_URL_RE.sub(lambda m: self._sub(m, 1), text)
         text = _WINDOWS_RE.sub(self._sub, text)
-        return _POSIX_RE.sub(self._sub, text)
+        text = _POSIX_RE.sub(self._sub, text)
+        return _RELATIVE_RE.sub(self._sub, text) if ".." in text else text
 
 
 _PEM_RE = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK|)-----.*?"
                      r"(?:-----END \1PRIVATE KEY\2-----|\Z)", re.DOTALL)
 # an END line whose BEGIN was in an earlier part of the record: hide from the start of this part
 _PEM_ORPHAN_END_RE = re.compile(r"\A.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.DOTALL)
-_URL_PASSWORD_RE = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+):([^\s/@]+)@")
-_AUTH_RE = re.compile(r"\b(Bearer|Basic)(\s+)(?!\[masked )([A-Za-z0-9\-._~+/]{8,}=*)")
-_KEYWORDS = (r"secret|password|passwd|passphrase|pwd|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
-             r"|secret[_-]?key|credentials?|accountkey|sas[_-]?token|client[_-]?secret")
-_ASSIGN_RE = re.compile(
-    rf"""(?<![\w.-])((?:[A-Za-z0-9_.-]*[_.-])?(?:{_KEYWORDS})(?:[_.-][A-Za-z0-9_.-]*)?["']?\s*[:=]\s*)"""
-    r"""(?!\[masked )("[^"\n]*"|'[^'\n]*'|[^\s,;"'}\]]+)""",
-    re.IGNORECASE)
-_TOKEN_RES = [re.compile(p) for p in (
+# a password in a URL, the user possibly empty ("redis://:pw@host")
+_URL_PASSWORD_RE = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*):([^\s/@]+)@")
+_TOKEN_CHARS = r"[A-Za-z0-9\-._~+/]"
+_AUTH_HEADER_RE = re.compile(
+    r"""(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|negotiate|apikey)"""
+    rf"""\s+)?)(?!\[masked )({_TOKEN_CHARS}+=*)""")
+_AUTH_RE = re.compile(rf"\b(Bearer|Basic|bearer|basic|BEARER|BASIC)(\s+)(?!\[masked )({_TOKEN_CHARS}{{8,}}=*)")
+# a name (JSON/YAML key, env variable, setting) followed by ":" or "=" and a value; `_secret_name` decides
+_VALUE = r"""(\\?"(?:[^"\\\n]|\\[^"\n])*(?:\\?")?|\\?'[^'\n]*'|[^\s,;"'}\]\\]+(?:\\[^"'][^\s,;"'}\]\\]*)*)"""
+_ASSIGN_RE = re.compile(rf"""(?<![\w.-])(\\?["']?)([A-Za-z_][\w.-]*)\1\s*[:=]\s*(?!\[masked )(?={_VALUE})""")
+# a command-line flag: --password hunter2, --api-key=..., -token x
+_FLAG_RE = re.compile(rf"""(?<![\w-])--?([A-Za-z][\w-]*)(?:=|\s+)(?![-\[])(?={_VALUE})""")
+_PARTS_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_SECRET_PARTS = frozenset((
+    "secret", "secrets", "password", "passwd", "passphrase", "passwort", "pwd", "token", "credential",
+    "credentials", "apikey", "accountkey", "secretkey", "privatekey", "accesskey", "clientsecret", "authtoken",
+    "accesstoken", "sastoken", "signingkey"))
+# "KEY" is a secret after one of these words (API_KEY, SecretAccessKey, JWT_SIGNING_KEY, ENCRYPTION_KEY)
+_KEY_QUALIFIERS = frozenset((
+    "api", "access", "secret", "private", "signing", "sign", "encryption", "encrypt", "enc", "master", "client",
+    "account", "auth", "session", "app", "license", "licence", "service", "shared", "storage", "deploy", "ssh",
+    "gpg", "pgp", "hmac", "crypto", "jwt", "webhook", "subscription", "consumer", "admin", "root", "cipher", "aes",
+    "rsa", "decryption", "hash", "salt", "cookie", "csrf", "xsrf", "license", "oauth", "bot"))
+# a name ending in one of these says something about a secret, not the secret (token_count, password_file)
+_NOT_SECRET_TAILS = frozenset((
+    "count", "counts", "limit", "limits", "len", "length", "size", "type", "types", "usage", "budget", "file",
+    "files", "path", "dir", "url", "uri", "endpoint", "policy", "min", "max", "total", "used", "rate", "cost",
+    "estimate", "expiry", "expires", "expiration", "ttl", "timeout", "name", "names", "prefix", "kind", "mode",
+    "format", "env", "var", "header", "field", "index", "hint", "required", "enabled", "set", "id", "ids",
+    "strength", "rotation", "version", "source", "provider", "store", "vault", "manager", "hash", "hashed"))
+_NOT_VALUES = frozenset(("true", "false", "null", "none", "nil", "yes", "no", '""', "''", "undefined", "{", "["))
+
+
+def _secret_name(name: str, flag: bool = False) -> bool:
+    """Whether a setting named `name` holds a secret (camelCase, snake_case, kebab-case and dotted names)."""
+    parts = [p.lower() for p in _PARTS_RE.findall(name)]
+    if not parts or parts[-1] in _NOT_SECRET_TAILS or (flag and parts[0] == "no"):
+        return False
+    for i, part in enumerate(parts):
+        if part in _SECRET_PARTS:
+            return True
+        if part == "key" and i and parts[i - 1] in _KEY_QUALIFIERS:
+            return True
+        if part == "pass" and i and i == len(parts) - 1:  # DB_PASS, SMTP_PASS (not a lone "pass=3")
+            return True
+    return False
+
+
+_TOKEN_RE = re.compile("|".join((
     r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b",  # AWS key ids
     r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",  # Google API keys
+    r"\bya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access tokens
     r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",  # GitHub tokens
     r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab tokens
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",  # Slack tokens
-    r"\bsk-(?:proj-|ant-[a-z0-9]+-)?[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic keys
+    r"\bx(?:ox[abposr]|app)-[A-Za-z0-9-]{10,}",  # Slack tokens (bot, user, app-level)
+    r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]+",  # Slack webhooks
+    r"\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+",  # Discord webhooks
+    r"\bsk-(?:proj-|ant-[a-z0-9]+-|svcacct-)?[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic keys
     r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe keys
+    r"\bnpm_[A-Za-z0-9]{36}\b",  # npm tokens
+    r"\bpypi-[A-Za-z0-9_-]{50,}",  # PyPI tokens
+    r"\bhf_[A-Za-z0-9]{30,}\b",  # Hugging Face tokens
+    r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid keys
+    r"\bdop_v1_[a-f0-9]{64}\b",  # DigitalOcean tokens
     r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JSON web tokens
-    r"(?i)\b(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/=]{20,}",  # Azure storage / service bus keys
+    r"(?i:\b(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/=]{20,})",  # Azure storage / service bus keys
     r"\bsig=[A-Za-z0-9%+/=]{20,}",  # Azure SAS signatures
-)]
+)))
+# what a record must contain (lower-cased) for any credential pattern to match it: the cheap test first
+_TRIGGERS = (
+    "key", "token", "secret", "pass", "pwd", "cred", "auth", "bearer", "basic", "://", "sig=", "hooks.",
+    "aiza", "ya29.", "gh", "github_pat_", "glpat-", "xox", "xapp-", "sk-", "k_live_", "k_test_", "npm_", "pypi-", "hf_",
+    "sg.", "dop_v1_", "eyj", "webhooks")
+_AWS_TRIGGER_RE = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA)")
+# a masked value that ends a line, and the next line starting with what looks like the rest of it
+_WRAPPED_TAIL_RE = re.compile(r"(?m)(\[masked secret\](?:\n|\\n))([A-Za-z0-9+/=_.-]+)(?=(\s|\\n)?(.?))")
+# two runs of key characters either side of a line break: a key wrapped before it could be recognised
+_SPLIT_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/=_.-]{3,})(\n|\\n)([A-Za-z0-9+/=_.-]{3,})")
+
+
+def may_hold_credential(text: str) -> bool:
+    """Whether `text` contains any of the substrings every credential pattern needs (a cheap, exact prefilter)."""
+    low = text.lower()
+    for trigger in _TRIGGERS:
+        if trigger in low:
+            return True
+    return _AWS_TRIGGER_RE.search(text) is not None
+
+
+def _looks_random(s: str) -> bool:
+    """Whether a run of key characters looks like part of a key rather than a word."""
+    return (any(c.isdigit() for c in s) and any(c.isalpha() for c in s)) or any(c in "+/=_" for c in s) \
+        or (len(s) >= 12 and not s.islower() and not s.isupper() and not s.istitle())
 
 
 class CredentialRedactor:
@@ -94,17 +176,64 @@ class CredentialRedactor:
     def __init__(self, replacement: str = MASKED_SECRET) -> None:
         self.replacement = replacement
 
+    def _pass(self, text: str) -> str:
+        """One pass of every pattern over `text`."""
+        r = self.replacement
+        text = _URL_PASSWORD_RE.sub(lambda m: f"{m.group(1)}:{r}@", text)
+        text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + r, text)
+        text = _AUTH_RE.sub(lambda m: m.group(0) if m.group(1).islower() and not _looks_random(m.group(3))
+                            else f"{m.group(1)}{m.group(2)}{r}", text)
+        text = _TOKEN_RE.sub(r, text)
+        text = self._values(_ASSIGN_RE, text, flag=False)
+        return self._values(_FLAG_RE, text, flag=True)
+
+    def _values(self, rx: re.Pattern, text: str, *, flag: bool) -> str:
+        """Hide the value of each setting `rx` finds whose name says it is a secret."""
+        out, at = [], 0
+        for m in rx.finditer(text):
+            value = m.group(m.lastindex)
+            if m.start() < at or value.lower() in _NOT_VALUES or not _secret_name(m.group(m.lastindex - 1), flag):
+                continue
+            out += (text[at:m.end()], self.replacement)
+            at = m.end() + len(value)
+        return "".join(out) + text[at:] if out else text
+
     def redact(self, text: str) -> str:
         """`text` with every credential it recognises replaced."""
+        if not may_hold_credential(text):
+            return text
         r = self.replacement
         if "PRIVATE KEY" in text:
             text = _PEM_RE.sub(r, text)
             text = _PEM_ORPHAN_END_RE.sub(r, text)
-        text = _URL_PASSWORD_RE.sub(lambda m: f"{m.group(1)}:{r}@", text)
-        text = _AUTH_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{r}", text)
-        text = _ASSIGN_RE.sub(lambda m: m.group(1) + r, text)
-        for rx in _TOKEN_RES:
-            text = rx.sub(r, text)
+        text = self._pass(text)
+        if "\n" in text or "\\n" in text:  # a line break, or one escaped in a JSON string
+            text = _SPLIT_RE.sub(self._split, text)
+            if r == MASKED_SECRET and (r + "\n" in text or r + "\\n" in text):
+                text = self._wrapped(text)
+        return text
+
+    def _split(self, m: re.Match) -> str:
+        """A key cut by a line break: hide both halves when the joined runs hold a key the halves do not."""
+        left, sep, right = m.groups()
+        joined = left + right
+        if self._pass(joined) == joined or self._pass(left) != left or self._pass(right) != right:
+            return m.group(0)
+        return f"{self.replacement}{sep}{self.replacement}"
+
+    def _wrapped(self, text: str) -> str:
+        """Hide the rest of a masked key wrapped onto the next lines (a long key or a value in a block)."""
+        def sub(m: re.Match) -> str:
+            run, space, after = m.group(2), m.group(3), m.group(4)
+            whole_line = not after or space in ("\n", "\\n")
+            if (len(run) >= 4 and _looks_random(run)) or (whole_line and len(run) >= 16):
+                return m.group(1) + self.replacement
+            return m.group(0)
+        for _ in range(64):  # a key wrapped over many lines: each pass hides one more line
+            new = _WRAPPED_TAIL_RE.sub(sub, text)
+            if new == text:
+                break
+            text = new
         return text
 
 
@@ -134,4 +263,4 @@ class Masker:
     __call__ = mask
 
 
-__all__ = ["CredentialRedactor", "MASKED_PATH", "MASKED_SECRET", "Masker", "PathRedactor"]
+__all__ = ["CredentialRedactor", "MASKED_PATH", "MASKED_SECRET", "Masker", "PathRedactor", "may_hold_credential"]
