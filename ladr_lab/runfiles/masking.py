@@ -23,7 +23,8 @@ _SEG = r"""[^\s'"`<>|;:,(){}\[\]*?/\\]"""
 _POSIX_MORE = rf"(?:(?:[ ]{_SEG}+){{1,3}}/{_PATH_END}*)*"
 _WIN_MORE = rf"(?:(?:[ ]{_SEG}+){{1,3}}\\{_PATH_END}*)*"
 # a POSIX absolute path: a "/" that no word, path or URL character precedes and that is not "//" (a URL)
-_POSIX_RE = re.compile(rf"(?<![\w/.~%-])(?:~[\w.-]*)?/(?!/){_PATH_END}*{_POSIX_MORE}")
+# (each alternative starts with its "/" or "~" and looks behind it, so the scan skips to those two characters)
+_POSIX_RE = re.compile(rf"(?:/(?<![\w/.~%-]/)|~(?<![\w/.~%-]~)[\w.-]*/)(?!/){_PATH_END}*{_POSIX_MORE}")
 _FILE_URL_RE = re.compile(rf"\bfile://(?:localhost)?(/{_PATH_END}*{_POSIX_MORE})", re.IGNORECASE)
 _WINDOWS_RE = re.compile(rf"(?<![\w/\\])(?:[A-Za-z]:\\|\\\\[\w.$-]+\\){_PATH_END}*{_WIN_MORE}")
 # a relative path with a ".." part (taken from the run folder): "../../home/alice/x", "out/../../x"
@@ -63,9 +64,12 @@ class PathRedactor:
         """`text` with every local path outside the folder replaced."""
         if "/" not in text and "\\" not in text:
             return text
-        text = _FILE_URL_RE.sub(lambda m: self._sub(m, 1), text)
-        text = _WINDOWS_RE.sub(self._sub, text)
-        text = _POSIX_RE.sub(self._sub, text)
+        if "://" in text:
+            text = _FILE_URL_RE.sub(lambda m: self._sub(m, 1), text)
+        if "\\" in text:
+            text = _WINDOWS_RE.sub(self._sub, text)
+        if "/" in text or "~" in text:
+            text = _POSIX_RE.sub(self._sub, text)
         return _RELATIVE_RE.sub(self._sub, text) if ".." in text else text
 
 
@@ -121,32 +125,44 @@ def _secret_name(name: str, flag: bool = False) -> bool:
     return False
 
 
-_TOKEN_RE = re.compile("|".join((
-    r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b",  # AWS key ids
-    r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",  # Google API keys
-    r"\bya29\.[0-9A-Za-z_-]{20,}",  # Google OAuth access tokens
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",  # GitHub tokens
-    r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab tokens
-    r"\bx(?:ox[abposr]|app)-[A-Za-z0-9-]{10,}",  # Slack tokens (bot, user, app-level)
-    r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]+",  # Slack webhooks
-    r"\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+",  # Discord webhooks
-    r"\bsk-(?:proj-|ant-[a-z0-9]+-|svcacct-)?[A-Za-z0-9_-]{20,}",  # OpenAI / Anthropic keys
-    r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe keys
-    r"\bnpm_[A-Za-z0-9]{36}\b",  # npm tokens
-    r"\bpypi-[A-Za-z0-9_-]{50,}",  # PyPI tokens
-    r"\bhf_[A-Za-z0-9]{30,}\b",  # Hugging Face tokens
-    r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",  # SendGrid keys
-    r"\bdop_v1_[a-f0-9]{64}\b",  # DigitalOcean tokens
-    r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JSON web tokens
-    r"(?i:\b(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/=]{20,})",  # Azure storage / service bus keys
-    r"\bsig=[A-Za-z0-9%+/=]{20,}",  # Azure SAS signatures
-)))
-# what a record must contain (lower-cased) for any credential pattern to match it: the cheap test first
-_TRIGGERS = (
-    "key", "token", "secret", "pass", "pwd", "cred", "auth", "bearer", "basic", "://", "sig=", "hooks.",
-    "aiza", "ya29.", "gh", "github_pat_", "glpat-", "xox", "xapp-", "sk-", "k_live_", "k_test_", "npm_", "pypi-", "hf_",
-    "sg.", "dop_v1_", "eyj", "webhooks")
+_AWS_RE = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}\b")  # AWS key ids
+# the token patterns, each named by the group of `_TRIGGER_RE` that finds what it needs, in the order they are tried
+_TOKEN_RULES = tuple((name, re.compile(rx)) for name, rx in (
+    ("google", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),  # Google API keys
+    ("oauth", r"\bya29\.[0-9A-Za-z_-]{20,}"),  # Google OAuth access tokens
+    ("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),  # GitHub tokens
+    ("gitlab", r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab tokens
+    ("slack", r"\bx(?:ox[abposr]|app)-[A-Za-z0-9-]{10,}"),  # Slack tokens (bot, user, app-level)
+    ("slack_hook", r"\bhooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]+"),  # Slack webhooks
+    ("discord", r"\bdiscord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]+"),  # Discord webhooks
+    ("openai", r"\bsk-(?:proj-|ant-[a-z0-9]+-|svcacct-)?[A-Za-z0-9_-]{20,}"),  # OpenAI / Anthropic keys
+    ("stripe", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe keys
+    ("npm", r"\bnpm_[A-Za-z0-9]{36}\b"),  # npm tokens
+    ("pypi", r"\bpypi-[A-Za-z0-9_-]{50,}"),  # PyPI tokens
+    ("hf", r"\bhf_[A-Za-z0-9]{30,}\b"),  # Hugging Face tokens
+    ("sendgrid", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),  # SendGrid keys
+    ("digitalocean", r"\bdop_v1_[a-f0-9]{64}\b"),  # DigitalOcean tokens
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),  # JSON web tokens
+    ("sas", r"\bsig=[A-Za-z0-9%+/=]{20,}"),  # Azure SAS signatures
+))
+_AZURE_RE = re.compile(r"(?i:\b(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/=]{20,})")  # Azure storage / bus keys
+_SETTINGS = frozenset(("settings_k", "settings_c", "settings_p"))
+# the prefilter, and what each pattern needs: one scan of the lower-cased text for the substrings the patterns need,
+# its group naming the pattern. Each alternative starts with a character rarer than the substring's first (a
+# lookbehind checks the rest), so the scan skips most positions without trying anything.
+_TRIGGER_RE = re.compile(
+    r"k(?:(?P<settings_k>ey|en(?<=token))|(?P<openai>-(?<=sk-))|(?P<stripe>_live_|_test_)"
+    r"|(?P<slack_hook>s\.(?<=hooks\.)))"
+    r"|c(?:(?P<settings_c>ret(?<=secret)|red)|(?P<discord>ord(?<=discord)))"
+    r"|p(?:(?P<settings_p>ass|wd)|(?P<pypi>ypi-))"
+    r"|_(?:(?P<github>(?<=gh[pousr]_)|pat_(?<=github_pat_))|(?P<npm>(?<=npm_))|(?P<hf>(?<=hf_))"
+    r"|(?P<digitalocean>v1_(?<=dop_v1_)))"
+    r"|u(?P<auth_header>th(?<=auth))|b(?P<auth>earer|asic)|z(?P<google>a(?<=aiza))|x(?P<slack>ox|app-)"
+    r"|-(?P<gitlab>(?<=glpat-))|9(?P<oauth>\.(?<=ya29\.))|:(?P<url>//)|=(?P<sas>(?<=sig=))|g(?P<sendgrid>\.(?<=sg\.))"
+    r"|j(?P<jwt>(?<=eyj))")
 _AWS_TRIGGER_RE = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA)")
+# the words a setting's name holds when `_secret_name` says it is a secret
+_NAME_WORDS = ("secret", "pass", "pwd", "token", "key", "cred")
 # a masked value that ends a line, and the next line starting with what looks like the rest of it
 _WRAPPED_TAIL_RE = re.compile(r"(?m)(\[masked secret\](?:\n|\\n))([A-Za-z0-9+/=_.-]+)(?=(\s|\\n)?(.?))")
 # two runs of key characters either side of a line break: a key wrapped before it could be recognised
@@ -155,11 +171,7 @@ _SPLIT_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/=_.-]{3,})(\n|\\n)([A
 
 def may_hold_credential(text: str) -> bool:
     """Whether `text` contains any of the substrings every credential pattern needs (a cheap, exact prefilter)."""
-    low = text.lower()
-    for trigger in _TRIGGERS:
-        if trigger in low:
-            return True
-    return _AWS_TRIGGER_RE.search(text) is not None
+    return _TRIGGER_RE.search(text.lower()) is not None or _AWS_TRIGGER_RE.search(text) is not None
 
 
 def _looks_random(s: str) -> bool:
@@ -177,30 +189,76 @@ class CredentialRedactor:
         self.replacement = replacement
 
     def _pass(self, text: str) -> str:
-        """One pass of every pattern over `text`."""
+        """One pass of every pattern over `text`, each tried only when the text holds what it needs."""
         r = self.replacement
-        text = _URL_PASSWORD_RE.sub(lambda m: f"{m.group(1)}:{r}@", text)
-        text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + r, text)
-        text = _AUTH_RE.sub(lambda m: m.group(0) if m.group(1).islower() and not _looks_random(m.group(3))
-                            else f"{m.group(1)}{m.group(2)}{r}", text)
-        text = _TOKEN_RE.sub(r, text)
-        text = self._values(_ASSIGN_RE, text, flag=False)
-        return self._values(_FLAG_RE, text, flag=True)
+        low = text.lower()
+        kinds = {m.lastgroup for m in _TRIGGER_RE.finditer(low)}
+        if "url" in kinds and "@" in text:
+            text = _URL_PASSWORD_RE.sub(lambda m: f"{m.group(1)}:{r}@", text)
+        if "auth_header" in kinds and "authorization" in low:
+            text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + r, text)
+        if "auth" in kinds:
+            text = _AUTH_RE.sub(lambda m: m.group(0) if m.group(1).islower() and not _looks_random(m.group(3))
+                                else f"{m.group(1)}{m.group(2)}{r}", text)
+        if _AWS_TRIGGER_RE.search(text) is not None:
+            text = _AWS_RE.sub(r, text)
+        for name, rx in _TOKEN_RULES:
+            if name in kinds:
+                text = rx.sub(r, text)
+        if kinds.isdisjoint(_SETTINGS):
+            return text
+        if "accountkey" in low or "sharedaccesskey" in low:
+            text = _AZURE_RE.sub(r, text)
+        return self._settings(text)
 
-    def _values(self, rx: re.Pattern, text: str, *, flag: bool) -> str:
-        """Hide the value of each setting `rx` finds whose name says it is a secret."""
-        out, at = [], 0
-        for m in rx.finditer(text):
-            value = m.group(m.lastindex)
-            if m.start() < at or value.lower() in _NOT_VALUES or not _secret_name(m.group(m.lastindex - 1), flag):
+    def _settings(self, text: str) -> str:
+        """Hide the value of each setting (``name: value``, ``name=value``, ``--name value``) named as a secret."""
+        low = text.lower()
+        if len(low) != len(text):  # lower-casing moved the positions (rare letters): try every name
+            return self._values(text, _ASSIGN_RE.finditer(text), _FLAG_RE.finditer(text))
+        starts = set()
+        for word in _NAME_WORDS:  # a name holds one of these words: start from each, not from every position
+            i = low.find(word)
+            while i >= 0:
+                j = i
+                while j and (low[j - 1].isalnum() or low[j - 1] in "_.-"):
+                    j -= 1
+                starts.add(j)
+                i = low.find(word, i + len(word))
+        assigns, flags = [], []
+        for j in sorted(starts):
+            if text[j] == "-" and (m := _FLAG_RE.match(text, j)):
+                flags.append(m)
                 continue
-            out += (text[at:m.end()], self.replacement)
-            at = m.end() + len(value)
-        return "".join(out) + text[at:] if out else text
+            k = j
+            while k < len(text) and text[k] in "-.":
+                k += 1
+            for q in (k - 2, k - 1, k):  # the name quoted, escaped and quoted, or bare
+                if q >= j - 2 and q >= 0 and (q == k or text[q] in "\\\"'") and (m := _ASSIGN_RE.match(text, q)):
+                    assigns.append(m)
+                    break
+        return self._values(text, assigns, flags)
+
+    def _values(self, text: str, assigns, flags) -> str:
+        """Hide the values of the settings found (`assigns`, `flags`: their matches) whose name says secret."""
+        spans = []
+        for matches, flag in ((assigns, False), (flags, True)):
+            for m in matches:
+                value = m.group(m.lastindex)
+                if value.lower() not in _NOT_VALUES and _secret_name(m.group(m.lastindex - 1), flag):
+                    spans.append((m.end(), m.end() + len(value)))
+        if not spans:
+            return text
+        out, at = [], 0
+        for start, end in sorted(spans):
+            if start >= at:
+                out += (text[at:start], self.replacement)
+                at = end
+        return "".join(out) + text[at:]
 
     def redact(self, text: str) -> str:
         """`text` with every credential it recognises replaced."""
-        if not may_hold_credential(text):
+        if _TRIGGER_RE.search(text.lower()) is None and _AWS_TRIGGER_RE.search(text) is None:
             return text
         r = self.replacement
         if "PRIVATE KEY" in text:
@@ -242,6 +300,7 @@ class Masker:
 
     def __init__(self, *redactors: PathRedactor | CredentialRedactor | Callable[[str], str]) -> None:
         self.redactors = redactors
+        self._steps = tuple(r.redact if hasattr(r, "redact") else r for r in redactors)
         self.name = "+".join(getattr(r, "name", getattr(r, "__qualname__", repr(r))) for r in redactors) or "none"
 
     @classmethod
@@ -256,8 +315,8 @@ class Masker:
 
     def mask(self, text: str) -> str:
         """`text` with what the redactors hide replaced."""
-        for r in self.redactors:
-            text = r.redact(text) if hasattr(r, "redact") else r(text)
+        for step in self._steps:
+            text = step(text)
         return text
 
     __call__ = mask
