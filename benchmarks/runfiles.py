@@ -211,7 +211,8 @@ def main() -> int:
             rg_p50, rg_hits = time_rg(run, q, a.repeat) if shutil.which("rg") else (None, None)
             lat[q] = {"p50_s": round(p50(times), 5), "pieces": len(res.pieces), "rg_p50_s": rg_p50 and round(rg_p50, 4),
                       "rg_lines": rg_hits, "speedup": rg_p50 and round(rg_p50 / p50(times), 1)}
-            print(f"  {q!r}: {p50(times) * 1000:.2f} ms vs rg {rg_p50 and rg_p50 * 1000:.0f} ms", flush=True)
+            rg_ms = f"{rg_p50 * 1000:.0f} ms" if rg_p50 else "(no rg)"
+            print(f"  {q!r}: {p50(times) * 1000:.2f} ms vs rg {rg_ms}", flush=True)
         results["latency"] = lat
         appended = append_mb(run, gen["episodes"] + 1)
         t = time.perf_counter()
@@ -262,8 +263,8 @@ def finish(a: argparse.Namespace, base: Path, results: dict, build_s: float, app
         print(f"{'  as a ratio to the full build (<= 0.01)':<44} {append_s / build_s:>14.5f}")
         print(f"{'  bytes read by that search':<44} {after.refresh.bytes_read:>14}")
     for q, v in lat.items():
-        print(f"{'p50 ' + repr(q):<44} {v['p50_s'] * 1000:>9.2f} ms  rg {v['rg_p50_s'] and v['rg_p50_s'] * 1000:.0f} ms"
-              f"  x{v['speedup']}")
+        rg_ms = f"{v['rg_p50_s'] * 1000:.0f} ms" if v["rg_p50_s"] else "(no rg)"
+        print(f"{'p50 ' + repr(q):<44} {v['p50_s'] * 1000:>9.2f} ms  rg {rg_ms}  x{v['speedup']}")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {a.out}")

@@ -1,11 +1,15 @@
 """Masking local paths and credentials (seed 004): evidence text passes through a Masker before it is indexed.
 
-`Masker.hiding_outside(run_folder)` hides every local path outside the run folder (`PathRedactor`) and
-credentials (`CredentialRedactor`: private-key blocks, cloud and service keys, bearer and basic tokens,
-passwords in URLs, ``*_SECRET=``-style assignments). What a masker hides is neither returned nor searched.
-Masking is off by default. The retriever masks a record whole before cutting it into lines and pieces; a record
-whose lines arrive in separate reads (one still being written when a search reads it) is masked in parts, so a
-key block over those lines can be left partly visible (the seed's known limit).
+`Masker.hiding_outside(run_folder)` hides every local path outside the run folder (`PathRedactor`: absolute,
+``~``, ``file://``, Windows, relative with ``..``, spaces inside) and credentials (`CredentialRedactor`:
+private-key blocks, cloud and service tokens by their form, authorization headers, passwords in URLs, settings
+whose name says secret in JSON, YAML, env and CLI flags, keys wrapped over lines). What a masker hides is neither
+returned nor searched. Masking is off by default. The retriever masks a record whole before cutting it into lines
+and pieces; a record whose lines arrive in separate reads (one still being written when a search reads it) is
+masked in parts, so a key block over those lines can be left partly visible (the seed's known limit).
+
+Cost: one prefilter scan of each record (`may_hold_credential`) names the patterns it can need; most records
+need none. docs/runfiles.md lists what is covered and what it costs.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ class PathRedactor:
         self.base = os.path.normpath(os.path.abspath(folder))  # what a relative path is taken from
         self.roots = sorted(roots)
         self.replacement = replacement
-        self.name = "paths-outside:" + "|".join(self.roots)
+        self.name = "paths-outside-v2:" + "|".join(self.roots)  # v2: an index masked by v1 is built again
 
     def _inside(self, path: str) -> bool:
         path = os.path.expanduser(path)
@@ -163,8 +167,6 @@ _TRIGGER_RE = re.compile(
 _AWS_TRIGGER_RE = re.compile(r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA)")
 # the words a setting's name holds when `_secret_name` says it is a secret
 _NAME_WORDS = ("secret", "pass", "pwd", "token", "key", "cred")
-# a masked value that ends a line, and the next line starting with what looks like the rest of it
-_WRAPPED_TAIL_RE = re.compile(r"(?m)(\[masked secret\](?:\n|\\n))([A-Za-z0-9+/=_.-]+)(?=(\s|\\n)?(.?))")
 # two runs of key characters either side of a line break: a key wrapped before it could be recognised
 _SPLIT_RE = re.compile(r"(?<![A-Za-z0-9+/=_-])([A-Za-z0-9+/=_.-]{3,})(\n|\\n)([A-Za-z0-9+/=_.-]{3,})")
 
@@ -183,10 +185,12 @@ def _looks_random(s: str) -> bool:
 class CredentialRedactor:
     """Hides credentials: private-key blocks, cloud and service keys, tokens, URL passwords, secret assignments."""
 
-    name = "credentials"
+    name = "credentials-v2"  # v2 (issue 18): an index built with the v1 masker is built again
 
     def __init__(self, replacement: str = MASKED_SECRET) -> None:
         self.replacement = replacement
+        # a hidden value that ends a line, and the next line starting with what looks like the rest of it
+        self._tail_re = re.compile(rf"(?m)({re.escape(replacement)}(?:\n|\\n))([A-Za-z0-9+/=_.-]+)(?=(\s|\\n)?(.?))")
 
     def _pass(self, text: str) -> str:
         """One pass of every pattern over `text`, each tried only when the text holds what it needs."""
@@ -267,7 +271,7 @@ class CredentialRedactor:
         text = self._pass(text)
         if "\n" in text or "\\n" in text:  # a line break, or one escaped in a JSON string
             text = _SPLIT_RE.sub(self._split, text)
-            if r == MASKED_SECRET and (r + "\n" in text or r + "\\n" in text):
+            if r + "\n" in text or r + "\\n" in text:
                 text = self._wrapped(text)
         return text
 
@@ -288,7 +292,7 @@ class CredentialRedactor:
                 return m.group(1) + self.replacement
             return m.group(0)
         for _ in range(64):  # a key wrapped over many lines: each pass hides one more line
-            new = _WRAPPED_TAIL_RE.sub(sub, text)
+            new = self._tail_re.sub(sub, text)
             if new == text:
                 break
             text = new
