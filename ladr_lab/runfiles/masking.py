@@ -85,7 +85,7 @@ _PEM_ORPHAN_END_RE = re.compile(r"\A.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BL
 _URL_PASSWORD_RE = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*):([^\s/@]+)@")
 _TOKEN_CHARS = r"[A-Za-z0-9\-._~+/]"
 _AUTH_HEADER_RE = re.compile(
-    r"""(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|negotiate|apikey)"""
+    r"""(?i)\b((?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?((?:bearer|basic|token|digest|negotiate|apikey)"""
     rf"""\s+)?)(?!\[masked )({_TOKEN_CHARS}+=*)""")
 _AUTH_RE = re.compile(rf"\b(Bearer|Basic|bearer|basic|BEARER|BASIC)(\s+)(?!\[masked )({_TOKEN_CHARS}{{8,}}=*)")
 # a name (JSON/YAML key, env variable, setting) followed by ":" or "=" and a value; `_secret_name` decides
@@ -200,7 +200,8 @@ class CredentialRedactor:
         if "url" in kinds and "@" in text:
             text = _URL_PASSWORD_RE.sub(lambda m: f"{m.group(1)}:{r}@", text)
         if "auth_header" in kinds and "authorization" in low:
-            text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + r, text)
+            text = _AUTH_HEADER_RE.sub(lambda m: m.group(1) + r if m.group(2) or len(m.group(3)) >= 16
+                                       or _looks_random(m.group(3)) else m.group(0), text)
         if "auth" in kinds:
             text = _AUTH_RE.sub(lambda m: m.group(0) if m.group(1).islower() and not _looks_random(m.group(3))
                                 else f"{m.group(1)}{m.group(2)}{r}", text)

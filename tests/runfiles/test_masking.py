@@ -100,6 +100,7 @@ def test_a_key_wrapped_onto_the_next_line_is_hidden_and_the_lines_stay() -> None
 
 
 @pytest.mark.parametrize("text", ["token_count=512", "max_tokens: 256", "primary_key: id", "pass=3 fail=0",
-                                  "the bearer instrument", '"password": null', "--no-password x"])
+                                  "the bearer instrument", '"password": null', "--no-password x",
+                                  "authorization: required"])
 def test_names_about_secrets_are_not_secrets(text: str) -> None:
     assert CredentialRedactor().redact(text) == text
