@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 MASKED_PATH = "[masked path]"
@@ -230,7 +230,8 @@ class CredentialRedactor:
                     j -= 1
                 starts.add(j)
                 i = low.find(word, i + len(word))
-        assigns, flags = [], []
+        assigns: list[re.Match] = []
+        flags: list[re.Match] = []
         for j in sorted(starts):
             if text[j] == "-" and (m := _FLAG_RE.match(text, j)):
                 flags.append(m)
@@ -244,17 +245,19 @@ class CredentialRedactor:
                     break
         return self._values(text, assigns, flags)
 
-    def _values(self, text: str, assigns, flags) -> str:
+    def _values(self, text: str, assigns: Iterable[re.Match], flags: Iterable[re.Match]) -> str:
         """Hide the values of the settings found (`assigns`, `flags`: their matches) whose name says secret."""
-        spans = []
+        spans: list[tuple[int, int]] = []
         for matches, flag in ((assigns, False), (flags, True)):
             for m in matches:
-                value = m.group(m.lastindex)
-                if value.lower() not in _NOT_VALUES and _secret_name(m.group(m.lastindex - 1), flag):
+                last = m.lastindex or 0  # the value is the last group, the name the one before it
+                value = m.group(last)
+                if value.lower() not in _NOT_VALUES and _secret_name(m.group(last - 1), flag):
                     spans.append((m.end(), m.end() + len(value)))
         if not spans:
             return text
-        out, at = [], 0
+        out: list[str] = []
+        at = 0
         for start, end in sorted(spans):
             if start >= at:
                 out += (text[at:start], self.replacement)
