@@ -1,12 +1,16 @@
-"""Run-file search benchmark: index build throughput, the cost of a search after a 1 MB append, latency beside rg.
+"""Run-file search benchmark: index build throughput (unmasked and masked), a search after a 1 MB append, rg.
 
     python benchmarks/runfiles.py                 # a generated 1 GiB run folder under /tmp (default)
     python benchmarks/runfiles.py --size-mb 64    # smaller
+    python benchmarks/runfiles.py --size-mb 32 --builds-only   # only the unmasked and the masked build
 
 It writes one agent's `.history` and `.log` (AgentRecordFormat, episodes, conversations, multi-line messages, rare
-identifiers planted), builds the index with the first search (everything is read), measures search latency once
-indexed next to ripgrep on the same files and query, appends 1 MB and times the next search (which reads only the
-append) as a ratio to the full build. Prints a table and writes benchmarks/results/runfiles.json.
+identifiers planted; about one message in 20 also carries what real run files hold: a path inside the run folder,
+a URL, a git SHA, a UUID, a `key=value`, and about one in 2,000 an invented credential), builds the index with the
+first search (everything is read), then builds it again in another file with `Masker.hiding_outside(run)` (the
+`--mask` of `ladr-lab search`) and reports the two side by side, measures search latency once indexed next to
+ripgrep on the same files and query, appends 1 MB and times the next search (which reads only the append) as a
+ratio to the full build. Prints a table and writes benchmarks/results/runfiles.json.
 """
 from __future__ import annotations
 
@@ -22,11 +26,12 @@ import statistics
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ladr_lab.runfiles import RunFileRetriever, format_record  # noqa: E402
+from ladr_lab.runfiles import Masker, RunFileRetriever, format_record  # noqa: E402
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "qu", "zo", "fe", "gi", "ha", "ju"]
 RARE = ["ACME-7781", "ZX-99-LOOKUP", "ORBITAL-4412"]
@@ -46,9 +51,33 @@ def sentence(rng: random.Random, vocab: list[str], cum: list[float], k: int) -> 
     return " ".join(rng.choices(vocab, cum_weights=cum, k=k))
 
 
+def extra(rng: random.Random, run: Path) -> str:
+    """A fragment of what real run files hold beside prose: a path inside the run, a URL, a hash, a setting."""
+    sha = f"{rng.getrandbits(160):040x}"
+    pick = rng.randrange(8)
+    if pick == 0:
+        return f"wrote {run}/out/step-{rng.randint(1, 99)}.json"
+    if pick == 1:
+        return f"see https://example.org/docs/{rng.randint(1, 999)}/index.html"
+    if pick == 2:
+        return f"at commit {sha}"
+    if pick == 3:
+        return f"request {uuid.UUID(int=rng.getrandbits(128))}"
+    if pick == 4:
+        return f"max_tokens={rng.randint(16, 4096)} temperature=0.{rng.randint(0, 9)}"
+    if pick == 5:
+        return f"tokens_in: {rng.randint(1, 9999)}, key point {rng.randint(1, 9)}"
+    if pick == 6:
+        return f"ran python -m pytest -q tests/test_{rng.randint(1, 50)}.py in ./work"
+    if rng.random() < 0.05:  # an invented credential, built from parts
+        return "export API" + "_KEY=" + "".join(rng.choices("abcdefghijkmnopqrstuvwxyz0123456789", k=32))
+    return f"sha256:{sha[:32]} {rng.randint(0, 10**6)} bytes"
+
+
 def generate(run: Path, size_mb: int, seed: int = 7) -> dict:
     """Write Alice.history and Alice.log of about `size_mb` MiB together; return what was planted."""
     rng = random.Random(seed)
+    rng_extra = random.Random(seed + 1)  # its own stream: the prose is the same as without the extras
     vocab = vocabulary(rng) + ["velocity", "tariff"]
     weights = list(itertools.accumulate(1.0 / (i + 1) for i in range(len(vocab))))  # Zipf-like frequencies
     target = size_mb << 20
@@ -73,6 +102,8 @@ def generate(run: Path, size_mb: int, seed: int = 7) -> dict:
                          for _ in range(1 if rng.random() < 0.8 else rng.randint(2, 5))]
                 if rng.random() < 0.0005:
                     lines[0] += " " + rng.choice(RARE) + " bay " + str(rng.randint(1, 9))
+                if rng_extra.random() < 0.05:
+                    lines[-1] += " " + extra(rng_extra, run)
                 kind = rng.choice(("was told (round 1): ", "said (round 1): "))
                 buf_h.append(format_record(ts, "Alice", kind + "\n".join(lines), state="running", conversation=conv))
                 buf_l.append(format_record(ts, "Alice", "round 1: answer " + lines[0][:80], state="running",
@@ -129,6 +160,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=9, help="searches per query for the p50")
     ap.add_argument("--keep", action="store_true", help="keep the generated folder (the index is always removed)")
     ap.add_argument("--reuse", action="store_true", help="use the folder a --keep run left instead of generating")
+    ap.add_argument("--builds-only", action="store_true", help="only the unmasked and the masked build (no latency)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "runfiles.json"))
     a = ap.parse_args()
     base = Path(a.dir)
@@ -161,6 +193,14 @@ def main() -> int:
                             "mb_per_s": round(st.bytes_read / 2**20 / build_s, 2), "records": st.records,
                             "pieces": st.pieces, "index_bytes": (base / "index.sqlite").stat().st_size}
         print(f"build: {build_s:.1f} s, {results['build']['mb_per_s']} MiB/s, {st.pieces} pieces", flush=True)
+        masked_s, mst = masked_build(run, base / "index-masked.sqlite", req)
+        results["build_masked"] = {"seconds": round(masked_s, 2), "bytes_read": mst.bytes_read,
+                                   "mb_per_s": round(mst.bytes_read / 2**20 / masked_s, 2), "records": mst.records,
+                                   "pieces": mst.pieces, "ratio_to_unmasked": round(masked_s / build_s, 3)}
+        print(f"masked build: {masked_s:.1f} s, {results['build_masked']['mb_per_s']} MiB/s, "
+              f"x{masked_s / build_s:.2f} the unmasked build", flush=True)
+        if a.builds_only:
+            return finish(a, base, results, build_s, None, None, {}, 0)
         lat = {}
         for q in QUERIES:
             times = []
@@ -171,7 +211,8 @@ def main() -> int:
             rg_p50, rg_hits = time_rg(run, q, a.repeat) if shutil.which("rg") else (None, None)
             lat[q] = {"p50_s": round(p50(times), 5), "pieces": len(res.pieces), "rg_p50_s": rg_p50 and round(rg_p50, 4),
                       "rg_lines": rg_hits, "speedup": rg_p50 and round(rg_p50 / p50(times), 1)}
-            print(f"  {q!r}: {p50(times) * 1000:.2f} ms vs rg {rg_p50 and rg_p50 * 1000:.0f} ms", flush=True)
+            rg_ms = f"{rg_p50 * 1000:.0f} ms" if rg_p50 else "(no rg)"
+            print(f"  {q!r}: {p50(times) * 1000:.2f} ms vs rg {rg_ms}", flush=True)
         results["latency"] = lat
         appended = append_mb(run, gen["episodes"] + 1)
         t = time.perf_counter()
@@ -181,31 +222,56 @@ def main() -> int:
                              "bytes_read": after.refresh.bytes_read,
                              "ratio_to_build": round(append_s / build_s, 5),
                              "found_appended": any("appended" in p.text for p in after.pieces)}
+    return finish(a, base, results, build_s, append_s, after, lat, appended)
+
+
+def masked_build(run: Path, index_path: Path, req: dict) -> tuple[float, object]:
+    """Build the index of `run` again in `index_path` with the masker `ladr-lab search --mask` uses; time it."""
+    with RunFileRetriever(run, "Alice", index_path=index_path, masker=Masker.hiding_outside(run)) as r:
+        t = time.perf_counter()
+        first = r.search(QUERIES[0], **req)
+        seconds = time.perf_counter() - t
+    index_path.unlink(missing_ok=True)
+    return seconds, first.refresh
+
+
+def finish(a: argparse.Namespace, base: Path, results: dict, build_s: float, append_s: float | None, after,
+           lat: dict, appended: int) -> int:
+    """Print the table, write the JSON, tidy up."""
+    run = base / "run"
     speedups = [v["speedup"] for v in lat.values() if v["speedup"]]
     results["machine"]["load_average_at_end"] = os.getloadavg()[0]
     results["summary"] = {"build_mb_per_s": results["build"]["mb_per_s"],
-                          "append_ratio": results["append"]["ratio_to_build"], "append_target": 0.01,
+                          "masked_build_mb_per_s": results["build_masked"]["mb_per_s"],
+                          "masked_ratio": results["build_masked"]["ratio_to_unmasked"], "masked_target": 1.5,
+                          "append_ratio": results["append"]["ratio_to_build"] if "append" in results else None,
+                          "append_target": 0.01,
                           "p50_speedup_vs_rg_median": speedups and statistics.median(speedups),
                           "speedup_target": 10}
+    masked = results["build_masked"]
     print()
     print(f"{'measure':<44} {'value':>14}")
-    print(f"{'run folder':<44} {gen['bytes'] / 2**20:>10.0f} MiB")
+    print(f"{'run folder':<44} {results['size_bytes'] / 2**20:>10.0f} MiB")
     print(f"{'index build (first search)':<44} {build_s:>12.1f} s")
     print(f"{'build throughput':<44} {results['build']['mb_per_s']:>8.1f} MiB/s")
+    print(f"{'masked index build (--mask)':<44} {masked['seconds']:>12.1f} s")
+    print(f"{'masked build throughput':<44} {masked['mb_per_s']:>8.1f} MiB/s")
+    print(f"{'  masked / unmasked build time (<= 1.5)':<44} {masked['ratio_to_unmasked']:>14.3f}")
     print(f"{'index size':<44} {results['build']['index_bytes'] / 2**20:>10.0f} MiB")
-    print(f"{'search after 1 MiB append':<44} {append_s * 1000:>11.1f} ms")
-    print(f"{'  as a ratio to the full build (<= 0.01)':<44} {append_s / build_s:>14.5f}")
-    print(f"{'  bytes read by that search':<44} {after.refresh.bytes_read:>14}")
+    if append_s is not None:
+        print(f"{'search after 1 MiB append':<44} {append_s * 1000:>11.1f} ms")
+        print(f"{'  as a ratio to the full build (<= 0.01)':<44} {append_s / build_s:>14.5f}")
+        print(f"{'  bytes read by that search':<44} {after.refresh.bytes_read:>14}")
     for q, v in lat.items():
-        print(f"{'p50 ' + repr(q):<44} {v['p50_s'] * 1000:>9.2f} ms  rg {v['rg_p50_s'] and v['rg_p50_s'] * 1000:.0f} ms"
-              f"  x{v['speedup']}")
+        rg_ms = f"{v['rg_p50_s'] * 1000:.0f} ms" if v["rg_p50_s"] else "(no rg)"
+        print(f"{'p50 ' + repr(q):<44} {v['p50_s'] * 1000:>9.2f} ms  rg {rg_ms}  x{v['speedup']}")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {a.out}")
     (base / "index.sqlite").unlink(missing_ok=True)
     if not a.keep:
         shutil.rmtree(base)
-    else:  # the next --reuse run starts from the generated files, without the 1 MiB appended here
+    elif appended:  # the next --reuse run starts from the generated files, without the 1 MiB appended here
         with open(run / "Alice.history", "r+b") as fh:
             fh.truncate(fh.seek(0, os.SEEK_END) - appended)
     return 0

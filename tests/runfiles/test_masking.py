@@ -80,3 +80,27 @@ def test_what_the_masker_hides_is_neither_returned_nor_searched(tmp_path: Path) 
 def test_a_callable_can_be_a_redactor() -> None:
     m = Masker(str.upper, CredentialRedactor())
     assert m("x DB_PASSWORD=abc") == f"X DB_PASSWORD={MASKED_SECRET}" and "upper" in m.name
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("copied ../../home/al/x here", f"copied {MASKED_PATH} here"),
+    ("wrote out/../../../etc/x", f"wrote {MASKED_PATH}"),
+    ("wrote out/a/../b.txt", "wrote out/a/../b.txt"),  # still inside the run folder
+    ("open /home/al/My Documents/s.txt now", f"open {MASKED_PATH} now"),
+    ("open /run/x/My Documents/s.txt now", "open /run/x/My Documents/s.txt now"),
+])
+def test_relative_paths_and_paths_with_spaces(text: str, expected: str) -> None:
+    assert PathRedactor("/run/x").redact(text) == expected
+
+
+def test_a_key_wrapped_onto_the_next_line_is_hidden_and_the_lines_stay() -> None:
+    key = "Zk3" + "q9XbT2" * 8
+    out = CredentialRedactor().redact(f"api_key = {key[:30]}\n{key[30:]}\nnext line")
+    assert out == f"api_key = {MASKED_SECRET}\n{MASKED_SECRET}\nnext line"
+
+
+@pytest.mark.parametrize("text", ["token_count=512", "max_tokens: 256", "primary_key: id", "pass=3 fail=0",
+                                  "the bearer instrument", '"password": null', "--no-password x",
+                                  "authorization: required"])
+def test_names_about_secrets_are_not_secrets(text: str) -> None:
+    assert CredentialRedactor().redact(text) == text
