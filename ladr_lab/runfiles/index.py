@@ -445,7 +445,7 @@ class RunFileIndex:
                     if data[start:start + 1].isdigit() else None
                 m = EPISODE_MARKER_RE.fullmatch(fields["message"]) if fields and fields["agent"] == self.owner \
                     else None
-                if m and fields is not None:
+                if m and fields is not None and int(m.group(1)) < 1 << 63:  # SQLite's integers: no larger episode
                     ts = _norm_ts(fields["timestamp"]) or ""
                     self.db.execute("INSERT INTO markers VALUES (?,?,?,?)", (f.id, line + 1, ts, int(m.group(1))))
                     self.markers.add(f.id, line + 1, ts, int(m.group(1)))

@@ -117,3 +117,39 @@ def test_an_index_that_cannot_be_used_is_a_clear_error_not_a_traceback(tmp_path:
         p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--index", str(index))
         assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
         assert p.stderr.startswith(f"ladr-lab: cannot use {index} as a run-file index:"), p.stderr
+
+
+def test_an_episode_past_sqlites_integers_is_a_usage_error_not_a_crash(tmp_path: Path) -> None:
+    history(tmp_path)
+    for episode in (str(2**63), f"episode-{2**63 + 5}", "9" * 40):
+        p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--episode", episode, "--conversation", "c1")
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert "no such episode" in p.stderr
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--episode", str(2**63 - 1), "--conversation", "c1",
+            "--json")
+    assert p.returncode == 0 and len(json.loads(p.stdout)) == 3  # every record is of another episode
+
+
+def test_a_marker_past_sqlites_integers_is_not_a_marker(tmp_path: Path) -> None:
+    (tmp_path / "Alice.history").write_text(rec("18:00:00", "Alice", f"has started episode {2**63}.")
+                                            + rec("18:00:01", "Alice", "kiwi", "c"))
+    p = cli("search", str(tmp_path), "kiwi", "--owner", "Alice", "--episode", "1", "--conversation", "c", "--json")
+    assert p.returncode == 0, p.stderr
+    assert [x["episode"] for x in json.loads(p.stdout)] == [None]
+
+
+def test_a_search_without_episode_says_how_to_search_every_episode(tmp_path: Path) -> None:
+    history(tmp_path)
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice")
+    assert p.stdout == "(no evidence)\n"
+    warn = next(line for line in p.stderr.splitlines() if "evidence only" in line)
+    assert warn.endswith("to search the records of every episode, give an episode the run does not have and the "
+                         "conversation '-', e.g. --episode 0 --conversation -)"), warn
+    # and what it says is true: the records of every episode are found that way
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice", "--episode", "0", "--conversation", "-", "--json")
+    assert len(json.loads(p.stdout)) == 3
+    (tmp_path / "Alice.history").write_text(rec("18:00:00", "Alice", "has started episode 0.")
+                                            + rec("18:00:01", "Alice", "ACME in episode 0", "c1")
+                                            + rec("18:00:02", "Alice", "has started episode 1."))
+    p = cli("search", str(tmp_path), "ACME", "--owner", "Alice")
+    assert "e.g. --episode 2 --conversation -)" in p.stderr, p.stderr
