@@ -8,7 +8,7 @@ being written when a refresh reads it is indexed in parts. When the last read en
 holding that line is read again by the next refresh, so no line is ever indexed cut in two.
 
 Each record is interpreted, masked whole, cut into lines and each line into pieces of at most
-`MAX_PIECE_CHARS`; the pieces go to an FTS5 table (ranked with its bm25), the record's fields (file, line,
+`MAX_PIECE_CHARS` (cut after a non-word character, so no word is cut in two); the pieces go to an FTS5 table (ranked with its bm25), the record's fields (file, line,
 time, conversation, episode, kind, dedup keys) to a plain table the retriever filters on. A record's episode
 is that of the latest ``has started episode N.`` record of the agent at or before it: in its own file by
 position, in the agent's other files by time (a marker of the same second counts only for a file that has no
@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -66,6 +67,23 @@ CREATE VIRTUAL TABLE IF NOT EXISTS pieces USING fts5(text, rec UNINDEXED, pline 
 def _hash(*parts: str) -> int:
     h = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(h, "big", signed=True)
+
+
+_LAST_BREAK = re.compile(r".*[\W_]", re.S)  # up to a line's last character that is not a letter or digit
+
+
+def cut_line(line: str, limit: int = MAX_PIECE_CHARS) -> list[str]:
+    """A line cut into pieces of at most `limit` characters, each cut after a non-word character when the piece
+    has one: so no word of at most `limit` characters is ever cut in two (and lost to a search)."""
+    out, j, n = [], 0, len(line)
+    while n - j > limit:
+        end = j + limit
+        if (line[end - 1].isalnum() and line[end].isalnum()) and (m := _LAST_BREAK.match(line, j, end)):
+            end = m.end()  # after the window's last break; a word longer than `limit` is cut where it must be
+        out.append(line[j:end])
+        j = end
+    out.append(line[j:])
+    return out
 
 
 def message_key(message: str) -> int:
@@ -574,8 +592,7 @@ class RunFileIndex:
         p0 = self._next_piece
         pidx = 0
         for i, ln in enumerate(text.split("\n")):
-            for j in range(0, len(ln), MAX_PIECE_CHARS):
-                piece = ln[j:j + MAX_PIECE_CHARS]
+            for piece in cut_line(ln):
                 if piece.strip():
                     self._piece_rows.append((self._next_piece, piece, rec_id, part.part_line + i, pidx))
                     self._next_piece += 1
@@ -644,4 +661,5 @@ class _Part:
         return _Part(self.head, line, line_no, offset, line_no - 1, self.state())
 
 
-__all__ = ["BLOCK_BYTES", "MAX_PIECE_CHARS", "NUL_PROBE_BYTES", "RefreshStats", "RunFileIndex", "message_key"]
+__all__ = ["BLOCK_BYTES", "MAX_PIECE_CHARS", "NUL_PROBE_BYTES", "RefreshStats", "RunFileIndex", "cut_line",
+           "message_key"]
