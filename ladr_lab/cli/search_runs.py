@@ -43,15 +43,21 @@ def cmd_search(a) -> int:
     masker = Masker.hiding_outside(a.run_dir) if a.mask else None
     index = a.index
     try:
-        if index is None and not a.no_cache and os.path.isdir(a.run_dir):
-            index = cached_index_path(a.run_dir, resolve_owner(a.run_dir, a.owner), interpreter=interpreter,
-                                      masker=masker, in_run_dir=a.index_in_run_dir)
-        retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker, index_path=index)
-    except OSError as exc:  # a cache folder that cannot be created
-        print(f"ladr-lab: cannot use {index or 'the cache folder'} for the run-file index: {exc} "
-              f"(--no-cache searches without one)", file=sys.stderr)
-        return 1
-    except LadrError as exc:
+        try:
+            if index is None and not a.no_cache and os.path.isdir(a.run_dir):
+                index = cached_index_path(a.run_dir, resolve_owner(a.run_dir, a.owner), interpreter=interpreter,
+                                          masker=masker, in_run_dir=a.index_in_run_dir)
+            retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker,
+                                         index_path=index)
+        except (OSError, LadrError) as exc:
+            if a.index is not None or a.no_cache or not os.path.isdir(a.run_dir):
+                raise
+            # a cache that cannot be used (a read-only home, a damaged file) does not stop the search
+            print(f"WARN the index cache cannot be used ({exc}): searching with a temporary index",
+                  file=sys.stderr)
+            index = None
+            retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker)
+    except (OSError, LadrError) as exc:
         print(f"ladr-lab: {exc}", file=sys.stderr)
         return 1
     with retriever:

@@ -592,7 +592,7 @@ class RunFileIndex:
         p0 = self._next_piece
         pidx = 0
         for i, ln in enumerate(text.split("\n")):
-            for piece in cut_line(ln):
+            for piece in (cut_line(ln) if len(ln) > MAX_PIECE_CHARS else (ln,)):
                 if piece.strip():
                     self._piece_rows.append((self._next_piece, piece, rec_id, part.part_line + i, pidx))
                     self._next_piece += 1

@@ -253,3 +253,14 @@ def test_two_searches_at_once_share_the_cache_without_corrupting_it(tmp_path: Pa
     assert reads[:2] == [0, 0] and reads[2] == 20001  # one process built it, the others read nothing new
     p = _search(run)
     assert _stats(p)["bytes"] == 0
+
+
+def test_a_cache_that_cannot_be_used_falls_back_to_a_temporary_index(tmp_path: Path, monkeypatch) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    history(run)
+    (tmp_path / "not-a-folder").write_text("x")
+    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(tmp_path / "not-a-folder"))
+    p = _search(run)
+    assert len(json.loads(p.stdout)) == 2 and _stats(p)["path"] == "(temporary)"
+    assert "WARN the index cache cannot be used" in p.stderr and "Traceback" not in p.stderr
