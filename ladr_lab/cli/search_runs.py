@@ -65,8 +65,8 @@ def cmd_search(a) -> int:
                                   top_k=a.top_k)
     for w in result.warnings:
         print(f"WARN {w}", file=sys.stderr)
-    if a.stats:
-        st = result.refresh
+    st = result.refresh
+    if a.stats and st is not None:
         print(f"index {index or '(temporary)'}: {st.files} files, {st.bytes_read} bytes read, {st.records} records "
               f"and {st.pieces} pieces added" + (f", read again: {', '.join(st.reread)}" if st.reread else ""),
               file=sys.stderr)

@@ -2,14 +2,17 @@
 
 The index holds every line of the agent's files: `<agent>.history`, `<agent>.log` and every file below the
 folder `<agent>/`. Each `refresh()` reads only what was appended since the last one, in 1 MiB blocks, and reads
-a file again from its start when it shrank, was replaced (another inode) or was rewritten (its first or last
-read bytes changed). A record is read whole within one refresh (it is carried across blocks); a record still
-being written when a refresh reads it is indexed in parts. When the last read ended inside a line, the part
+a file again from its start when it shrank, was replaced (another inode), was rewritten (its first or last
+read bytes changed) or was written without growing (same size, another mtime or ctime). A record is read
+whole within one refresh (it is carried across blocks); a record still being written when a refresh reads it
+is indexed in parts. When the last read ended inside a line, the part
 holding that line is read again by the next refresh, so no line is ever indexed cut in two.
 
 Each record is interpreted, masked whole, cut into lines and each line into pieces of at most
-`MAX_PIECE_CHARS` (cut after a non-word character, so no word is cut in two); the pieces go to an FTS5 table (ranked with its bm25), the record's fields (file, line,
-time, conversation, episode, kind, dedup keys) to a plain table the retriever filters on. A record's episode
+`MAX_PIECE_CHARS` (cut after a non-word character, so no word is cut in two); the pieces go to an FTS5 table
+(ranked with its bm25), the record's fields (file, line, time, conversation, episode, kind, dedup keys) to a
+plain table the retriever filters on. Several processes may share one index file: each write is one
+BEGIN IMMEDIATE transaction, and a refresh first takes what another process committed. A record's episode
 is that of the latest ``has started episode N.`` record of the agent at or before it: in its own file by
 position, in the agent's other files by time (a marker of the same second counts only for a file that has no
 marker of its own before the record).
