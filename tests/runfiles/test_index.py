@@ -288,3 +288,21 @@ if given is not None:
         (fresh / "Alice.history").write_bytes(data)
         with RunFileRetriever(fresh, "Alice") as r:
             assert incremental == _all(r)
+
+
+def test_an_index_of_an_older_version_is_built_again(tmp_path: Path) -> None:
+    import sqlite3
+
+    base(tmp_path / "Alice.history")
+    db = tmp_path / "idx.sqlite"
+    with RunFileRetriever(tmp_path, "Alice", index_path=db) as r:
+        r.search("kiwi", **REQ)
+    con = sqlite3.connect(db)  # as an index of version 3 was: no ctime column, its version in meta
+    con.execute("UPDATE meta SET v = '3' WHERE k = 'version'")
+    con.execute("ALTER TABLE files DROP COLUMN ctime")
+    con.commit()
+    con.close()
+    with RunFileRetriever(tmp_path, "Alice", index_path=db) as r:
+        got = r.search("kiwi", **REQ)
+        assert texts(got) == ["kiwi first"] and got.refresh.bytes_read > 0
+        assert r.search("kiwi", **REQ).refresh.bytes_read == 0
