@@ -43,6 +43,20 @@ FULL_REQUEST = {
 }
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_cache_in_home(tmp_path_factory):
+    """`ladr-lab search` caches its index per user: in tests, in a temporary folder, never the real home."""
+    import os
+
+    old = os.environ.get("LADR_LAB_CACHE_DIR")
+    os.environ["LADR_LAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("ladr_lab_cache"))
+    yield
+    if old is None:
+        os.environ.pop("LADR_LAB_CACHE_DIR", None)
+    else:  # pragma: no cover - a cache folder set around the test run
+        os.environ["LADR_LAB_CACHE_DIR"] = old
+
+
 @pytest.fixture
 def slates(tmp_path: Path) -> dict[str, Path]:
     """Fresh, writable copies of the Knowledge and Memory slates."""

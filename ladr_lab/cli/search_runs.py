@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import textwrap
 
@@ -34,15 +35,29 @@ def _top_k(value: str) -> int:
 
 def cmd_search(a) -> int:
     """Search one agent's run files; print the pieces (or, with --json, one JSON array); WARNs go to stderr."""
-    from ..runfiles import LadrInterpreter, Masker, RunFileRetriever
+    from ..runfiles import LadrInterpreter, Masker, RunFileRetriever, cached_index_path, resolve_owner
 
     # the WARNs are printed below; keep logging's last-resort handler from printing them twice
     logging.getLogger("ladr_lab.runfiles").addHandler(logging.NullHandler())
+    interpreter = LadrInterpreter()
+    masker = Masker.hiding_outside(a.run_dir) if a.mask else None
+    index = a.index
     try:
-        retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=LadrInterpreter(),
-                                     masker=Masker.hiding_outside(a.run_dir) if a.mask else None,
-                                     index_path=a.index)
-    except LadrError as exc:
+        try:
+            if index is None and not a.no_cache and os.path.isdir(a.run_dir):
+                index = cached_index_path(a.run_dir, resolve_owner(a.run_dir, a.owner), interpreter=interpreter,
+                                          masker=masker, in_run_dir=a.index_in_run_dir)
+            retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker,
+                                         index_path=index)
+        except (OSError, LadrError) as exc:
+            if a.index is not None or a.no_cache or not os.path.isdir(a.run_dir):
+                raise
+            # a cache that cannot be used (a read-only home, a damaged file) does not stop the search
+            print(f"WARN the index cache cannot be used ({exc}): searching with a temporary index",
+                  file=sys.stderr)
+            index = None
+            retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker)
+    except (OSError, LadrError) as exc:
         print(f"ladr-lab: {exc}", file=sys.stderr)
         return 1
     with retriever:
@@ -50,6 +65,11 @@ def cmd_search(a) -> int:
                                   top_k=a.top_k)
     for w in result.warnings:
         print(f"WARN {w}", file=sys.stderr)
+    st = result.refresh
+    if a.stats and st is not None:
+        print(f"index {index or '(temporary)'}: {st.files} files, {st.bytes_read} bytes read, {st.records} records "
+              f"and {st.pieces} pieces added" + (f", read again: {', '.join(st.reread)}" if st.reread else ""),
+              file=sys.stderr)
     if a.json:
         print(json.dumps(result.to_dicts(), ensure_ascii=False))
         return 0
@@ -75,7 +95,13 @@ def add_parser(sub) -> None:
     s.add_argument("--scope", choices=("run", "episode"), default="run", help="every episode (run) or the current one")
     s.add_argument("--top-k", type=_top_k, default=5, metavar="K", help="at most K pieces (default 5)")
     s.add_argument("--mask", action="store_true", help="hide local paths outside RUN_DIR and credentials")
-    s.add_argument("--index", metavar="FILE", help="keep the index in FILE, so the next search reads only what was "
-                   "appended (default: a temporary index)")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--index", metavar="FILE", help="keep the index in FILE, so the next search reads only what "
+                       "was appended (default: the per-user cache, see docs/runfiles.md)")
+    where.add_argument("--index-in-run-dir", action="store_true",
+                       help="keep the index in RUN_DIR/.ladr_lab/ rather than the per-user cache")
+    where.add_argument("--no-cache", action="store_true", help="build a temporary index, kept nowhere")
+    s.add_argument("--stats", action="store_true", help="print which index was used and what its refresh read "
+                   "(to standard error)")
     s.add_argument("--json", action="store_true", help="print one JSON array of pieces")
     s.set_defaults(fn=cmd_search)

@@ -6,9 +6,11 @@
 - RecordInterpreter, LadrInterpreter, Reading — what a record means: note, told, said or left out
 - Masker, PathRedactor, CredentialRedactor — hiding local paths outside the run folder and credentials
 - RunFileIndex — the incremental SQLite FTS5 index of one agent's files
+- cache_dir, cached_index_path — where `ladr-lab search` keeps an index between calls
 - RunFileRetriever, Scope, Piece, SearchResult — seed 004's search; RunFileSource — the same as a step's source
 - search_run_files — one search as a pandas DataFrame
 """
+from .cache import CACHE_ENV, cache_dir, cached_index_path
 from .index import MAX_PIECE_CHARS, RefreshStats, RunFileIndex
 from .masking import MASKED_PATH, MASKED_SECRET, CredentialRedactor, Masker, PathRedactor
 from .names import agent_name, decode_name, encode_name, split_agent_name
@@ -46,6 +48,7 @@ from .writer import (
 )
 
 __all__ = [
+    "CACHE_ENV",
     "CONTINUATION_INDENT",
     "CredentialRedactor",
     "FINISHED",
@@ -73,6 +76,8 @@ __all__ = [
     "SearchResult",
     "TIMESTAMP_FORMAT",
     "agent_name",
+    "cache_dir",
+    "cached_index_path",
     "conversation_id",
     "decode_name",
     "encode_name",

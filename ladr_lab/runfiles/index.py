@@ -2,14 +2,17 @@
 
 The index holds every line of the agent's files: `<agent>.history`, `<agent>.log` and every file below the
 folder `<agent>/`. Each `refresh()` reads only what was appended since the last one, in 1 MiB blocks, and reads
-a file again from its start when it shrank, was replaced (another inode) or was rewritten (its first or last
-read bytes changed). A record is read whole within one refresh (it is carried across blocks); a record still
-being written when a refresh reads it is indexed in parts. When the last read ended inside a line, the part
+a file again from its start when it shrank, was replaced (another inode), was rewritten (its first or last
+read bytes changed) or was written without growing (same size, another mtime or ctime). A record is read
+whole within one refresh (it is carried across blocks); a record still being written when a refresh reads it
+is indexed in parts. When the last read ended inside a line, the part
 holding that line is read again by the next refresh, so no line is ever indexed cut in two.
 
 Each record is interpreted, masked whole, cut into lines and each line into pieces of at most
-`MAX_PIECE_CHARS`; the pieces go to an FTS5 table (ranked with its bm25), the record's fields (file, line,
-time, conversation, episode, kind, dedup keys) to a plain table the retriever filters on. A record's episode
+`MAX_PIECE_CHARS` (cut after a non-word character, so no word is cut in two); the pieces go to an FTS5 table
+(ranked with its bm25), the record's fields (file, line, time, conversation, episode, kind, dedup keys) to a
+plain table the retriever filters on. Several processes may share one index file: each write is one
+BEGIN IMMEDIATE transaction, and a refresh first takes what another process committed. A record's episode
 is that of the latest ``has started episode N.`` record of the agent at or before it: in its own file by
 position, in the agent's other files by time (a marker of the same second counts only for a file that has no
 marker of its own before the record).
@@ -21,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -38,7 +42,8 @@ MAX_PIECE_CHARS = 2000
 NUL_PROBE_BYTES = 8192
 SIGNATURE_BYTES = 4096
 MAX_PART_CHARS = 8 << 20  # a record longer than this is indexed in parts even within one read
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
+LOCK_WAIT_SECONDS = 3600.0  # how long a search waits for another process's refresh of the same index
 _BATCH = 20000
 _MARKER = b"has started episode"
 _INF_TS = "\uffff"
@@ -47,7 +52,7 @@ _log = logging.getLogger("ladr_lab.runfiles")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);
 CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, rel TEXT UNIQUE, kind TEXT, dev INT, ino INT,
-    seen_size INT, mtime INT, offset INT, lines INT, state TEXT, head_sig BLOB, tail_sig BLOB,
+    seen_size INT, mtime INT, ctime INT, offset INT, lines INT, state TEXT, head_sig BLOB, tail_sig BLOB,
     tent_offset INT, tent_lines INT, tent_state TEXT, nul INT DEFAULT 0);
 CREATE TABLE IF NOT EXISTS records(id INTEGER PRIMARY KEY, file INT, line INT, part_line INT, ts TEXT,
     level TEXT, conv TEXT, noconv INT, rf INT, episode INT, kind TEXT, key INT, msgkey INT, p0 INT, p1 INT,
@@ -65,6 +70,23 @@ CREATE VIRTUAL TABLE IF NOT EXISTS pieces USING fts5(text, rec UNINDEXED, pline 
 def _hash(*parts: str) -> int:
     h = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(h, "big", signed=True)
+
+
+_LAST_BREAK = re.compile(r".*[\W_]", re.S)  # up to a line's last character that is not a letter or digit
+
+
+def cut_line(line: str, limit: int = MAX_PIECE_CHARS) -> list[str]:
+    """A line cut into pieces of at most `limit` characters, each cut after a non-word character when the piece
+    has one: so no word of at most `limit` characters is ever cut in two (and lost to a search)."""
+    out, j, n = [], 0, len(line)
+    while n - j > limit:
+        end = j + limit
+        if (line[end - 1].isalnum() and line[end].isalnum()) and (m := _LAST_BREAK.match(line, j, end)):
+            end = m.end()  # after the window's last break; a word longer than `limit` is cut where it must be
+        out.append(line[j:end])
+        j = end
+    out.append(line[j:])
+    return out
 
 
 def message_key(message: str) -> int:
@@ -87,6 +109,7 @@ class _File:
     ino: int = 0
     seen_size: int = 0
     mtime: int = 0
+    ctime: int = 0
     offset: int = 0
     lines: int = 0
     state: dict = field(default_factory=dict)
@@ -162,14 +185,22 @@ class RunFileIndex:
         self.masker = masker
         self.warned: set[str] = set()
         try:
+            # several processes may share an index file (the search cache): each waits for the other's write
             self.db = sqlite3.connect("" if path is None else str(path), check_same_thread=False,
-                                      isolation_level=None)
-            # a rollback journal, not WAL: a first build is one big transaction that WAL would write twice
+                                      isolation_level=None, timeout=LOCK_WAIT_SECONDS)
+            # a rollback journal, not WAL: a first build is one big transaction that WAL would write twice;
+            # every write is a BEGIN IMMEDIATE transaction, so two processes never interleave their refreshes
             self.db.execute("PRAGMA synchronous=OFF" if path is None else "PRAGMA journal_mode=TRUNCATE")
             self.db.execute("PRAGMA temp_store=MEMORY")
             self.db.execute("PRAGMA cache_size=-262144")  # 256 MiB: FTS5 merges its segments in the page cache
-            self.db.executescript(_SCHEMA)
-            self._check_meta()
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self._create()
+                self._check_meta()
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
             self._load()
         except sqlite3.Error as exc:   # a folder that does not exist, a file that is not an index, a read-only disk
             raise LadrError(f"cannot use {path} as a run-file index: {exc}") from None
@@ -185,6 +216,11 @@ class RunFileIndex:
         self._piece_rows: list[tuple] = []
         self.generation = getattr(self, "generation", 0) + 1  # changes whenever the indexed pieces may have
         self._stats_cache: dict = {}
+        self._data_version = self._version()
+
+    def _version(self) -> int:
+        """SQLite's data version: it changes when another connection (another process) commits to the index."""
+        return self.db.execute("PRAGMA data_version").fetchone()[0]
 
     # ---- setup -----------------------------------------------------------------------------------------
     def _config(self) -> dict:
@@ -194,12 +230,18 @@ class RunFileIndex:
                 "masker": self.masker.name if self.masker is not None else "none",
                 "max_piece_chars": str(MAX_PIECE_CHARS)}
 
+    def _create(self) -> None:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                self.db.execute(statement)
+
     def _check_meta(self) -> None:
         want = self._config()
         have = dict(self.db.execute("SELECT k, v FROM meta"))
-        if have and have != want:  # built for another folder, owner, interpreter or masker: start again
-            self.db.executescript("DELETE FROM files; DELETE FROM records; DELETE FROM markers; DELETE FROM pieces;"
-                                  "DELETE FROM meta;")
+        if have and have != want:  # built for another version, folder, owner, interpreter or masker: start again
+            for table in ("files", "records", "markers", "pieces", "meta"):
+                self.db.execute(f"DROP TABLE IF EXISTS {table}")
+            self._create()
             have = {}
         if not have:
             self.db.executemany("INSERT INTO meta VALUES (?, ?)", list(want.items()))
@@ -271,17 +313,17 @@ class RunFileIndex:
     # ---- refresh ---------------------------------------------------------------------------------------
     def _files(self) -> dict[str, _File]:
         out = {}
-        for row in self.db.execute("SELECT id, rel, kind, dev, ino, seen_size, mtime, offset, lines, state, head_sig,"
-                                   " tail_sig, tent_offset, tent_lines, tent_state, nul FROM files"):
-            f = _File(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
-                      json.loads(row[9] or "{}"), row[10] or b"", row[11] or b"", row[12], row[13] or 0,
-                      json.loads(row[14] or "{}"), row[15])
+        for row in self.db.execute("SELECT id, rel, kind, dev, ino, seen_size, mtime, ctime, offset, lines, state, "
+                                   "head_sig, tail_sig, tent_offset, tent_lines, tent_state, nul FROM files"):
+            f = _File(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+                      json.loads(row[10] or "{}"), row[11] or b"", row[12] or b"", row[13], row[14] or 0,
+                      json.loads(row[15] or "{}"), row[16])
             out[f.rel] = f
         return out
 
     def _save(self, f: _File) -> None:
-        self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (f.id, f.rel, f.kind, f.dev, f.ino, f.seen_size, f.mtime, f.offset, f.lines,
+        self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (f.id, f.rel, f.kind, f.dev, f.ino, f.seen_size, f.mtime, f.ctime, f.offset, f.lines,
                          json.dumps(f.state), f.head_sig, f.tail_sig, f.tent_offset, f.tent_lines,
                          json.dumps(f.tent_state), f.nul))
 
@@ -321,12 +363,14 @@ class RunFileIndex:
     def refresh(self) -> RefreshStats:
         """Read what was appended to the agent's files since the last refresh (all of a file that changed)."""
         stats = RefreshStats()
-        known = self._files()
         seen: set[str] = set()
         plans: list[tuple[_File, Path, int]] = []  # (file, path, end)
         changed_ts: list[str] = []
-        self.db.execute("BEGIN")
+        self.db.execute("BEGIN IMMEDIATE")  # waits for another process's refresh of the same index to end
         try:
+            if self._version() != self._data_version:  # another process wrote the index: take it as it is now
+                self._load()
+            known = self._files()
             for rel, kind, path, st in self.iter_files(stats):
                 seen.add(rel)
                 stats.files += 1
@@ -336,9 +380,13 @@ class RunFileIndex:
                     f = _File(fid, rel, kind)
                     self._save(f)
                 same_inode = (f.dev, f.ino) == (st.st_dev, st.st_ino)
-                if same_inode and f.seen_size == st.st_size and f.mtime == st.st_mtime_ns:
+                if same_inode and (f.seen_size, f.mtime, f.ctime) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+                    if f.nul:  # one WARN in each index's life, also when another process built it
+                        self.warn(f"{rel}: left out: a NUL byte in its first 8 KiB", stats)
                     continue  # unchanged since the last refresh
-                restart = not same_inode or st.st_size < f.offset
+                # written without growing (a same-size rewrite, even with its mtime put back: the ctime moved):
+                # read again from the start, as a file that shrank
+                restart = not same_inode or st.st_size < f.offset or (0 < f.offset == st.st_size)
                 if not restart and f.offset:
                     restart = self._signatures(path, f.offset) != (f.head_sig, f.tail_sig)
                 if restart and (f.offset or f.nul):
@@ -346,19 +394,20 @@ class RunFileIndex:
                     stats.reread.append(rel)
                 if restart:
                     f = _File(f.id, rel, kind)
-                f.dev, f.ino, f.seen_size, f.mtime = st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+                f.dev, f.ino, f.seen_size, f.mtime, f.ctime = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                                                               st.st_ctime_ns)
                 if f.nul:
                     if self._has_nul(path, 0):
                         self._save(f)
                         continue
-                    f = _File(f.id, rel, kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                    f = _File(f.id, rel, kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
                 if f.tent_offset is not None:  # the last read ended inside a line: read that part again
                     changed_ts += self._drop_rows(f.id, from_line=f.tent_lines)
                     f.offset, f.lines, f.state = f.tent_offset, f.tent_lines, f.tent_state
                     f.tent_offset = None
                 if f.offset < NUL_PROBE_BYTES and self._has_nul(path, f.offset):
                     changed_ts += self._drop_rows(f.id)
-                    f = _File(f.id, rel, kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, nul=1)
+                    f = _File(f.id, rel, kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, nul=1)
                     self._save(f)
                     self.warn(f"{rel}: left out: a NUL byte in its first 8 KiB", stats)
                     continue
@@ -383,6 +432,7 @@ class RunFileIndex:
             self.db.execute("ROLLBACK")
             self._load()
             raise
+        self._data_version = self._version()
         return stats
 
     # ---- term statistics (what ranking needs to know about a query's words) -----------------------------
@@ -445,7 +495,7 @@ class RunFileIndex:
                     if data[start:start + 1].isdigit() else None
                 m = EPISODE_MARKER_RE.fullmatch(fields["message"]) if fields and fields["agent"] == self.owner \
                     else None
-                if m and fields is not None:
+                if m and fields is not None and int(m.group(1)) < 1 << 63:  # SQLite's integers: no larger episode
                     ts = _norm_ts(fields["timestamp"]) or ""
                     self.db.execute("INSERT INTO markers VALUES (?,?,?,?)", (f.id, line + 1, ts, int(m.group(1))))
                     self.markers.add(f.id, line + 1, ts, int(m.group(1)))
@@ -545,8 +595,7 @@ class RunFileIndex:
         p0 = self._next_piece
         pidx = 0
         for i, ln in enumerate(text.split("\n")):
-            for j in range(0, len(ln), MAX_PIECE_CHARS):
-                piece = ln[j:j + MAX_PIECE_CHARS]
+            for piece in (cut_line(ln) if len(ln) > MAX_PIECE_CHARS else (ln,)):
                 if piece.strip():
                     self._piece_rows.append((self._next_piece, piece, rec_id, part.part_line + i, pidx))
                     self._next_piece += 1
@@ -615,4 +664,5 @@ class _Part:
         return _Part(self.head, line, line_no, offset, line_no - 1, self.state())
 
 
-__all__ = ["BLOCK_BYTES", "MAX_PIECE_CHARS", "NUL_PROBE_BYTES", "RefreshStats", "RunFileIndex", "message_key"]
+__all__ = ["BLOCK_BYTES", "MAX_PIECE_CHARS", "NUL_PROBE_BYTES", "RefreshStats", "RunFileIndex", "cut_line",
+           "message_key"]

@@ -28,6 +28,7 @@ from .readings import LadrInterpreter, RecordInterpreter
 from .writer import HISTORY_SUFFIX, LOG_SUFFIX
 
 DEFAULT_TOP_K = 5
+MAX_EPISODE = (1 << 63) - 1  # the largest episode SQLite's integers hold
 _EPISODE_FILTER_RE = re.compile(r"episode-([0-9]+)", re.ASCII)
 _WORD_RE = re.compile(r"\w+")
 
@@ -48,12 +49,16 @@ def parse_episode(value: int | str | None) -> int | None:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"an episode is a decimal number >= 0 (got {value})")
-        return value
-    text = str(value)
-    m = _EPISODE_FILTER_RE.fullmatch(text) or re.fullmatch(r"([0-9]+)", text, re.ASCII)
-    if m is None:
-        raise ValueError(f'the current episode is "episode-N" with a decimal N (got {text!r})')
-    return int(m.group(1))
+        n = value
+    else:
+        text = str(value)
+        m = _EPISODE_FILTER_RE.fullmatch(text) or re.fullmatch(r"([0-9]+)", text, re.ASCII)
+        if m is None:
+            raise ValueError(f'the current episode is "episode-N" with a decimal N (got {text!r})')
+        n = int(m.group(1))
+    if n > MAX_EPISODE:
+        raise ValueError(f"no such episode: an episode is at most 2^63-1 (got {n})")
+    return n
 
 
 def resolve_owner(run_dir: str | Path, owner: str) -> str:
@@ -189,6 +194,13 @@ class RunFileRetriever:
             args.append(told)
         return cond, args
 
+    def _absent_episode(self) -> int:
+        """An episode no marker of the agent names (0 when free, else one more than the largest)."""
+        db = self.index.db
+        if db.execute("SELECT 1 FROM markers WHERE n = 0 LIMIT 1").fetchone() is None:
+            return 0
+        return min((db.execute("SELECT max(n) FROM markers").fetchone()[0] or 0) + 1, MAX_EPISODE)
+
     def _query(self, query: str, ep: int | None, conv: str | None, scope: Scope, top_k: int,
                turn_message: str | None, warnings: list[str]) -> list[Piece]:
         db = self.index.db
@@ -201,8 +213,11 @@ class RunFileRetriever:
                                                if agents else ""), warnings, key="no-files")
         has_records = any(rel.endswith((HISTORY_SUFFIX, LOG_SUFFIX)) and "/" not in rel for rel in files.values())
         if has_records and (ep is None or conv is None):
+            absent = self._absent_episode()
             self._warn(f"{self.owner}: .history and .log records are evidence only for a request with both a "
-                       f"current episode and a conversation id (none given: only other files are searched)"
+                       f"current episode and a conversation id (none given: only other files are searched; to "
+                       f"search the records of every episode, give an episode the run does not have and the "
+                       f"conversation '-', e.g. --episode {absent} --conversation -)"
                        if scope is Scope.RUN else
                        f"{self.owner}: Scope.EPISODE finds nothing without both a current episode and a conversation",
                        warnings)

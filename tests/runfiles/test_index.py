@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,30 @@ def test_a_file_rewritten_in_place_is_read_again_from_its_start(tmp_path: Path) 
             fh.write(text.replace("kiwi first", "kiwi third") + rec("18:00:09", "Alice", "kiwi grown", "c"))
         got = r.search("kiwi", **REQ)
         assert got.refresh.reread == ["Alice.history"] and texts(got) == ["kiwi grown", "kiwi third"]
+
+
+def test_a_same_size_rewrite_in_the_middle_with_its_mtime_put_back_is_read_again(tmp_path: Path) -> None:
+    h = tmp_path / "Alice.history"
+    pad = "".join(rec("18:00:02", "Alice", f"padding {i} " + "x" * 80, "c") for i in range(200))  # > 2 x 4 KiB
+    text = rec("18:00:00", "Alice", "has started episode 1.") + pad + rec("18:00:03", "Alice", "kiwi mango", "c") \
+        + pad
+    h.write_text(text)
+    db = tmp_path / "idx.sqlite"
+    with RunFileRetriever(tmp_path, "Alice", index_path=db) as r:
+        assert [p.text for p in r.search("kiwi", **REQ).pieces] == ["kiwi mango"]
+    st = os.stat(h)
+    time.sleep(0.05)  # past the file system's timestamp granularity
+    middle = text.index("kiwi mango")
+    assert 4096 < middle < len(text) - 4096  # neither in the first nor the last 4 KiB
+    with open(h, "r+") as fh:
+        fh.seek(middle)
+        fh.write("kiwi melon")
+    os.utime(h, ns=(st.st_atime_ns, st.st_mtime_ns))  # the mtime put back; the ctime moves all the same
+    assert os.stat(h).st_size == st.st_size and os.stat(h).st_mtime_ns == st.st_mtime_ns
+    with RunFileRetriever(tmp_path, "Alice", index_path=db) as r:  # a later process, as the search cache is
+        got = r.search("kiwi", **REQ)
+        assert got.refresh.reread == ["Alice.history"] and [p.text for p in got.pieces] == ["kiwi melon"]
+        assert r.search("kiwi", **REQ).refresh.bytes_read == 0  # and nothing again once read
 
 
 def test_a_removed_file_takes_its_records_along(tmp_path: Path) -> None:
@@ -263,3 +288,21 @@ if given is not None:
         (fresh / "Alice.history").write_bytes(data)
         with RunFileRetriever(fresh, "Alice") as r:
             assert incremental == _all(r)
+
+
+def test_an_index_of_an_older_version_is_built_again(tmp_path: Path) -> None:
+    import sqlite3
+
+    base(tmp_path / "Alice.history")
+    db = tmp_path / "idx.sqlite"
+    with RunFileRetriever(tmp_path, "Alice", index_path=db) as r:
+        r.search("kiwi", **REQ)
+    con = sqlite3.connect(db)  # as an index of version 3 was: no ctime column, its version in meta
+    con.execute("UPDATE meta SET v = '3' WHERE k = 'version'")
+    con.execute("ALTER TABLE files DROP COLUMN ctime")
+    con.commit()
+    con.close()
+    with RunFileRetriever(tmp_path, "Alice", index_path=db) as r:
+        got = r.search("kiwi", **REQ)
+        assert texts(got) == ["kiwi first"] and got.refresh.bytes_read > 0
+        assert r.search("kiwi", **REQ).refresh.bytes_read == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ladr_lab.runfiles import LadrInterpreter, RunFileRetriever, Scope, parse_episode
+from ladr_lab.runfiles.index import cut_line
 from tests.runfiles.helpers import HostInterpreter, rec, search
 
 
@@ -262,6 +263,19 @@ def test_a_file_with_a_nul_byte_in_its_first_8_kib_is_left_out(tmp_path: Path) -
     got = search(tmp_path, "kiwi")
     assert [p.file for p in got.pieces] == ["Alice/late.txt"]
     assert got.warnings == ["Alice/bin.dat: left out: a NUL byte in its first 8 KiB"]
+
+
+def test_a_word_across_the_2000_character_cut_is_found_in_one_piece(tmp_path: Path) -> None:
+    line = "lorem " * 332 + "xylophonic" + " tail of the line" * 4  # "xylophonic" starts at 1992: across 2000
+    assert line.index("xylophonic") < 2000 < line.index("xylophonic") + len("xylophonic")
+    (tmp_path / "Alice.history").write_text(rec("18:00:00", "Alice", line, "c"))
+    (hit,) = search(tmp_path, "xylophonic", episode=1, conversation="c", top_k=10).pieces
+    assert hit.text.rstrip() == line[1992:].rstrip()
+    pieces = search(tmp_path, "lorem tail", episode=1, conversation="c", top_k=10).pieces
+    assert sorted(len(p.text.rstrip()) for p in pieces) == sorted([1991, len(line) - 1992])  # each <= 2000
+    # a word longer than a piece is still cut where it must be, at 2000
+    assert [len(x) for x in cut_line("q" * 4500)] == [2000, 2000, 500]
+    assert cut_line("ab " * 700) == ["ab " * 666 + "ab", " " + "ab " * 33]
 
 
 def test_pieces_hold_at_most_2000_characters_of_a_line_and_results_at_most_top_k(tmp_path: Path) -> None:
