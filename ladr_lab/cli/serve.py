@@ -18,6 +18,22 @@ def _host_port(value: str) -> tuple[str, int]:
     return (host.strip("[]") or "127.0.0.1"), number
 
 
+def _token(a) -> str | None:
+    """The bearer token: --token, else --token-file's first line, else LADR_SERVE_TOKEN, else none."""
+    if a.token and a.token_file:
+        raise SystemExit("ladr-lab: give --token or --token-file, not both")
+    if a.token_file:
+        try:
+            with open(a.token_file, encoding="utf-8") as fh:
+                token = fh.readline().strip()
+        except OSError as exc:
+            raise SystemExit(f"ladr-lab: --token-file {a.token_file}: {exc.strerror or exc}") from None
+        if not token:
+            raise SystemExit(f"ladr-lab: --token-file {a.token_file} is empty")
+        return token
+    return a.token or os.environ.get("LADR_SERVE_TOKEN") or None
+
+
 def build_engine(a):
     """The engine `serve` runs, from its command-line options."""
     from ..models import get_model
@@ -44,6 +60,7 @@ def cmd_serve(a) -> int:
     from ..server import Dispatcher, HttpServer, serve_stdio
 
     address = None if a.stdio else _host_port(a.http)   # a bad --http fails before minutes of indexing
+    token = None if a.stdio else _token(a)
     engine = build_engine(a)
     version = engine.warm()
     docs = len(engine.corpus.snapshot(version).docs)
@@ -57,10 +74,12 @@ def cmd_serve(a) -> int:
         return 0
     assert address is not None
     host, port = address
-    token = a.token or os.environ.get("LADR_SERVE_TOKEN") or None
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
-    server = HttpServer(dispatcher, host, port, token)
+    if host in ("0.0.0.0", "::") and not a.allow_host:
+        print("ladr-lab serve: note: only requests whose Host is 127.0.0.1, localhost or [::1] are answered; "
+              "add --allow-host NAME for the names clients use", file=sys.stderr)
+    server = HttpServer(dispatcher, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin)
     print(f"ladr-lab serve: listening on {server.url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
@@ -79,6 +98,11 @@ def add_parser(sub) -> None:
     how.add_argument("--stdio", action="store_true", help="newline-delimited JSON-RPC on stdin/stdout")
     how.add_argument("--http", metavar="[HOST:]PORT", help="HTTP on HOST (default 127.0.0.1) and PORT (0: any)")
     s.add_argument("--token", help="require 'Authorization: Bearer TOKEN' over HTTP (or set LADR_SERVE_TOKEN)")
+    s.add_argument("--token-file", metavar="PATH", help="read the bearer token from the first line of PATH")
+    s.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="a Host name HTTP requests may carry besides 127.0.0.1, localhost, [::1] (repeatable; * any)")
+    s.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a browser Origin (scheme://host[:port]) allowed besides loopback ones (repeatable; * any)")
     s.add_argument("--embedder", help="hashing (default), st:MODEL or litellm:MODEL")
     s.add_argument("--rerank-model", metavar="MODEL", help="a sentence-transformers cross-encoder (name or directory)")
     s.add_argument("--transform-model", metavar="MODEL",

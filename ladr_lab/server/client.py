@@ -210,8 +210,8 @@ class RetrieveClient:
 
     @classmethod
     def http(cls, url: str, token: str | None = None, timeout: float = 60.0) -> RetrieveClient:
-        """A client for an HTTP server at `url` (with its bearer token, if it needs one)."""
-        return cls(_HttpTransport(url, token, timeout))
+        """A client for an HTTP server at `url` (with its bearer token, if it needs one; else LADR_SERVE_TOKEN)."""
+        return cls(_HttpTransport(url, token if token is not None else os.environ.get("LADR_SERVE_TOKEN"), timeout))
 
     @classmethod
     def stdio(cls, command: Sequence[str], env: dict | None = None, cwd: str | None = None) -> RetrieveClient:

@@ -9,6 +9,14 @@ With a bearer token configured, every request must carry `Authorization: Bearer 
 `max_request_bytes` (1 MiB by default) is refused with `413` and a JSON-RPC -32600 answer; it is read
 and thrown away (so the connection stays usable) when it is at most `DISCARD_FACTOR` times the limit,
 else the connection is closed unread.
+
+Every request is checked for where it comes from before anything else (against DNS rebinding: a web
+page whose name resolves to 127.0.0.1): a `Host` header naming anything but `127.0.0.1`, `localhost`,
+`[::1]` (any port) or an allowed host, and an `Origin` header other than a loopback origin or an allowed
+one, get `403`; a request without `Origin` (a non-browser client) passes. A `POST` body must be
+`application/json` (a charset parameter allowed), else `415`. Every refusal (403, 404, 401, 415, ...)
+reads and drops the request's body (or closes the connection when it is too large or has no length),
+so the next request on a keep-alive connection is read from its own first byte.
 """
 from __future__ import annotations
 
@@ -21,10 +29,45 @@ from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
 DISCARD_FACTOR = 16
 PATHS = ("/", "/rpc")
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
-    """The request handler class, bound to a dispatcher and token (http.server is imported only here)."""
+def host_name(value: str) -> str:
+    """The host name of a `Host` header or of an origin's authority, lowercased, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    if value.count(":") > 1:   # a bare IPv6 address
+        return value
+    return value.split(":", 1)[0].rstrip(".")
+
+
+class Admission:
+    """Which `Host` and `Origin` headers a request may carry: loopback by default, plus the allowed ones."""
+
+    def __init__(self, hosts: tuple[str, ...] | list[str] = (), origins: tuple[str, ...] | list[str] = ()) -> None:
+        self.hosts = LOOPBACK_HOSTS | {host_name(h) for h in hosts}
+        self.any_host = "*" in hosts
+        self.origins = {o.strip().rstrip("/").lower() for o in origins}
+        self.any_origin = "*" in self.origins
+
+    def host_allowed(self, host: str | None) -> bool:
+        """True when the `Host` header is absent (no browser omits it) or names an allowed host."""
+        return host is None or self.any_host or host_name(host) in self.hosts
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        """True when there is no `Origin`, it is allowed by name, or it is http(s) on a loopback host."""
+        if origin is None or self.any_origin:
+            return True
+        origin = origin.strip().rstrip("/").lower()
+        if origin in self.origins:
+            return True
+        scheme, sep, authority = origin.partition("://")
+        return bool(sep) and scheme in ("http", "https") and host_name(authority) in LOOPBACK_HOSTS
+
+
+def _handler_class(dispatcher: Dispatcher, token: str | None, admission: Admission) -> type:
+    """The request handler class, bound to a dispatcher, token and admission (http.server is imported only here)."""
     from http.server import BaseHTTPRequestHandler
 
     class _Handler(BaseHTTPRequestHandler):
@@ -33,6 +76,7 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
         disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
         dispatcher: Dispatcher
         token: str | None
+        admission: Admission
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
             pass  # quiet: standard error is for the operator's messages
@@ -44,6 +88,8 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
             self.send_header("Content-Length", str(len(body)))
             for k, v in (extra or {}).items():
                 self.send_header(k, v)
+            if self.close_connection:
+                self.send_header("Connection", "close")
             self.end_headers()
             if body:
                 self.wfile.write(body)
@@ -54,18 +100,68 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
             got = self.headers.get("Authorization", "")
             return hmac.compare_digest(got.encode(), f"Bearer {self.token}".encode())
 
+        def _refuse(self, code: int, message: str, extra: dict | None = None) -> None:
+            """Answer an early refusal, first dropping the request's body so the connection stays in step."""
+            self._drain()
+            self._send(code, json.dumps({"error": message}).encode("utf-8"), extra=extra)
+
+        def _drain(self) -> None:
+            """Read and drop the body (at most DISCARD_FACTOR times the size limit), else close the connection."""
+            if self.headers.get("Transfer-Encoding") is not None:
+                self.close_connection = True   # chunked bodies are not read: never guess where they end
+                return
+            raw = self.headers.get("Content-Length")
+            if raw is None:
+                return
+            try:
+                length = int(raw)
+            except ValueError:
+                length = -1
+            if not 0 <= length <= DISCARD_FACTOR * self.dispatcher.max_request_bytes:
+                self.close_connection = True
+                return
+            left = length
+            while left > 0:
+                got = self.rfile.read(min(left, 1 << 16))
+                if not got:
+                    self.close_connection = True
+                    break
+                left -= len(got)
+
+        def _admitted(self) -> bool:
+            """Check Host and Origin (DNS rebinding, foreign pages); refuse with 403 when either is foreign."""
+            if not self.admission.host_allowed(self.headers.get("Host")):
+                self._refuse(403, "this Host is not allowed (see --allow-host)")
+                return False
+            if not self.admission.origin_allowed(self.headers.get("Origin")):
+                self._refuse(403, "this Origin is not allowed (see --allow-origin)")
+                return False
+            return True
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            if not self._admitted():
+                return
+            self._drain()
             if self.path == "/health":
                 self._send(200, b'{"ok":true}')
             else:
                 self._send(405, b'{"error":"use POST with a JSON-RPC message"}', extra={"Allow": "POST"})
 
         def do_POST(self) -> None:  # noqa: N802
+            if not self._admitted():
+                return
             if self.path.split("?", 1)[0] not in PATHS:
-                self._send(404, b'{"error":"not found"}')
+                self._refuse(404, "not found")
                 return
             if not self._authorised():
-                self._send(401, b'{"error":"missing or wrong bearer token"}', extra={"WWW-Authenticate": "Bearer"})
+                self._refuse(401, "missing or wrong bearer token", extra={"WWW-Authenticate": "Bearer"})
+                return
+            ctype = self.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+            if ctype != "application/json":
+                self._refuse(415, "the body must be application/json")
+                return
+            if self.headers.get("Transfer-Encoding") is not None:
+                self._refuse(411, "Content-Length required (chunked bodies are not read)")
                 return
             try:
                 length = int(self.headers.get("Content-Length", ""))
@@ -129,6 +225,7 @@ def _handler_class(dispatcher: Dispatcher, token: str | None) -> type:
 
     _Handler.dispatcher = dispatcher
     _Handler.token = token
+    _Handler.admission = admission
     return _Handler
 
 
@@ -149,10 +246,14 @@ def _wants_progress(body: bytes) -> bool:
 class HttpServer:
     """A threaded HTTP server for a Dispatcher; `start()` in a thread or `serve_forever()`."""
 
-    def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+    def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 allow_hosts: tuple[str, ...] | list[str] = (), allow_origins: tuple[str, ...] | list[str] = ()) -> None:
         from http.server import ThreadingHTTPServer
 
-        self._httpd = ThreadingHTTPServer((host, port), _handler_class(dispatcher, token))
+        if host not in ("", "0.0.0.0", "::"):   # the bound name is the Host its clients send
+            allow_hosts = (*allow_hosts, host)
+        admission = Admission(allow_hosts, allow_origins)
+        self._httpd = ThreadingHTTPServer((host, port), _handler_class(dispatcher, token, admission))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
