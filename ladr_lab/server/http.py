@@ -166,8 +166,8 @@ def _handler_class(dispatcher: Dispatcher, token: str | None, admission: Admissi
             try:
                 length = int(self.headers.get("Content-Length", ""))
             except ValueError:
+                self.close_connection = True   # where the body ends is unknown: do not read on
                 self._send(411, b'{"error":"Content-Length required"}')
-                self.close_connection = True
                 return
             limit = self.dispatcher.max_request_bytes
             if length < 0 or length > limit:

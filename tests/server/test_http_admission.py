@@ -134,6 +134,15 @@ def test_a_refused_body_of_unknown_or_huge_length_closes_the_connection(dispatch
         resp.read()
         assert resp.status == 401 and resp.will_close
         conn.close()
+        conn = _conn(s)   # no Content-Length at all: 411, and the connection is closed
+        conn.putrequest("POST", "/")
+        conn.putheader("Authorization", "Bearer s3cret")
+        conn.putheader("Content-Type", "application/json")
+        conn.endheaders()
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 411 and resp.getheader("Connection") == "close"
+        conn.close()
 
 
 def test_admission_names():
