@@ -281,7 +281,8 @@ class _Rejudge:
             if item.kind == "end":
                 self.end_step(item.where)
                 continue
-            if item.kind == "requestMatch" and self.after(item.where) is not None:
+            after = self.after(item.where)      # the row methods do not change it: computed once per item
+            if item.kind == "requestMatch" and after is not None:
                 row = self.unjudged_request_row(item)    # its verdict would be unknown anyway: not judged
             elif item.kind == "requestMatch":
                 row = self.request_row(item, execs)
@@ -291,7 +292,6 @@ class _Rejudge:
                 row = self.write_row(item)
             if row is None:
                 continue
-            after = self.after(item.where)
             row["after_flip"] = after
             if row["changed"]:
                 self.note_change(item.where, item.event.seq)
