@@ -278,15 +278,19 @@ class _Rejudge:
         return row
 
     def _prefetch_plan(self, items: list[_Item]) -> dict[int, list[str]]:
-        """For the first item of each step's run, the recorded outputs its requestMatch rounds will judge
-        against an edited schema: extracted together before they are validated, which is faster than
-        alternating extraction and validation output by output (a step after a flip is not extracted)."""
+        """For the first item of each step's run, the outputs of its nodes' first requestMatch rounds (each is
+        judged against an edited schema unless an upstream step flipped): extracted together before they are
+        validated, which is faster than alternating extraction and validation output by output. Later rounds,
+        which a flip in their node leaves unjudged, and the steps after a flip are extracted only if judged."""
         plan: dict[int, list[str]] = {}
         first: dict[tuple, int] = {}
+        opened: set[tuple] = set()
         for i, item in enumerate(items):
             w = item.where
             start = first.setdefault((w.caller, w.step, w.iteration), i)
-            if item.kind == "requestMatch" and item.output is not None and self.edits.request_match(w.step)[1] is not None:
+            if (item.kind == "requestMatch" and item.output is not None and w.execution not in opened
+                    and self.edits.request_match(w.step)[1] is not None):
+                opened.add(w.execution)
                 plan.setdefault(start, []).append(item.output)
             if item.kind == "end":
                 del first[(w.caller, w.step, w.iteration)]
