@@ -23,7 +23,7 @@ from typing import Any
 
 from ..config.model import Ladder
 from ..errors import LadrError
-from ..round.verdict import Judge
+from ..round.verdict import Judge, extraction
 from ..trace import Call, Gate, LlmCall, StepEnd, Trace, Write
 from .edits import Edits
 from .effects import UNKNOWN, Effect, Fetcher, after_final, describe_action
@@ -32,6 +32,8 @@ from .positions import Where, iter_located
 COLUMNS = ("seq", "kind", "test", "step", "node", "round", "iteration", "caller", "forced", "old", "new",
            "flipped", "keyword", "schema_path", "instance_path", "message", "extraction", "form", "changed",
            "effect_kind", "effect", "fetch", "after_flip", "old_reason", "new_reason", "output")
+
+_PREFETCH_MAX = 4096    # outputs extracted ahead at once: well under the extraction cache's size
 
 
 @dataclass
@@ -275,13 +277,37 @@ class _Rejudge:
             row["effect"] = "the step aborted: no write either way"
         return row
 
+    def _prefetch_plan(self, items: list[_Item]) -> dict[int, list[str]]:
+        """For the first item of each step's run, the outputs of its nodes' first requestMatch rounds (each is
+        judged against an edited schema unless an upstream step flipped): extracted together before they are
+        validated, which is faster than alternating extraction and validation output by output. Later rounds,
+        which a flip in their node leaves unjudged, and the steps after a flip are extracted only if judged."""
+        plan: dict[int, list[str]] = {}
+        first: dict[tuple, int] = {}
+        opened: set[tuple] = set()
+        for i, item in enumerate(items):
+            w = item.where
+            start = first.setdefault((w.caller, w.step, w.iteration), i)
+            if (item.kind == "requestMatch" and item.output is not None and w.execution not in opened
+                    and self.edits.request_match(w.step)[1] is not None):
+                opened.add(w.execution)
+                plan.setdefault(start, []).append(item.output)
+            if item.kind == "end":
+                del first[(w.caller, w.step, w.iteration)]
+        return {i: outs for i, outs in plan.items() if len(outs) <= _PREFETCH_MAX}
+
     def run(self, items: list[_Item], execs: dict, step: str | None) -> list[dict]:
         rows = []
-        for item in items:
+        plan = self._prefetch_plan(items)
+        for i, item in enumerate(items):
+            if i in plan and self.upstream is None:
+                for output in plan[i]:
+                    extraction(output)
             if item.kind == "end":
                 self.end_step(item.where)
                 continue
-            if item.kind == "requestMatch" and self.after(item.where) is not None:
+            after = self.after(item.where)      # the row methods do not change it: computed once per item
+            if item.kind == "requestMatch" and after is not None:
                 row = self.unjudged_request_row(item)    # its verdict would be unknown anyway: not judged
             elif item.kind == "requestMatch":
                 row = self.request_row(item, execs)
@@ -291,7 +317,6 @@ class _Rejudge:
                 row = self.write_row(item)
             if row is None:
                 continue
-            after = self.after(item.where)
             row["after_flip"] = after
             if row["changed"]:
                 self.note_change(item.where, item.event.seq)

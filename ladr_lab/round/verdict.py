@@ -40,17 +40,27 @@ def _pointer(parts) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+def _inapplicable(exc: BaseException) -> LadrError | None:
+    """The LadrError saying why a schema cannot be applied, when `exc` (raised applying it) says so, else None."""
+    from referencing.exceptions import Unresolvable
+    if isinstance(exc, Unresolvable):  # the load-time check refuses these; a schema built in Python may still hold one
+        return LadrError(f"the schema cannot be applied: $ref {exc.ref!r} does not resolve inside it (a ladder's "
+                         "schemas never fetch other documents)")
+    if isinstance(exc, RecursionError):
+        return LadrError("the schema cannot be applied: its $refs lead back to themselves without end")
+    return None
+
+
 @contextmanager
 def _applying() -> Iterator[None]:
     """Apply a schema, turning what makes it inapplicable into a LadrError that says so."""
-    from referencing.exceptions import Unresolvable
     try:
         yield
-    except Unresolvable as exc:     # the load-time check refuses these; a schema built in Python may still hold one
-        raise LadrError(f"the schema cannot be applied: $ref {exc.ref!r} does not resolve inside it (a ladder's "
-                        "schemas never fetch other documents)") from None
-    except RecursionError:
-        raise LadrError("the schema cannot be applied: its $refs lead back to themselves without end") from None
+    except Exception as exc:
+        err = _inapplicable(exc)
+        if err is None:
+            raise
+        raise err from None
 
 
 def _best_error(v, value: Any):
@@ -207,12 +217,17 @@ class Judge:
         got = self._seen.get(key)
         if got is None:
             v = validator(arg)
-            with _applying():
+            try:        # inline, not `with _applying()`: this runs once per output of a re-judged trace
                 if old:
                     err = _best_error(v, ext.value)
                     got = (err is None, err)
                 else:
                     got = (v.is_valid(ext.value), None)
+            except Exception as exc:
+                why = _inapplicable(exc)
+                if why is None:
+                    raise
+                raise why from None
             self._keep.append((arg, ext))
             self._seen[key] = got
         return got[0]

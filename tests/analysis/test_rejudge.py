@@ -211,3 +211,43 @@ def test_the_unchanged_ladder_never_flips(ladder, slates, outputs):
     rows = rejudge_rows(run.trace, lad)
     assert rows and not any(r["flipped"] or r["changed"] for r in rows)
     assert all(r["old"] == r["new"] for r in rows if not r["forced"])
+
+
+def _two_round_trace(outputs: list[list[str]], schema: dict):
+    from ladr_lab.round.verdict import judge
+    from ladr_lab.trace import LlmCall, StepEnd, StepStart, Trace
+    t = Trace()
+    events = [StepStart(step="research", step_type="normal", nodes=len(outputs))]
+    for node, texts in enumerate(outputs, 1):
+        for k, text in enumerate(texts, 1):
+            v = judge(text, schema)
+            events.append(LlmCall(step="research", node=node, round=k, iteration=1, messages=[], output=text,
+                                  forced_final=False, request_match="retrieval" if v.is_request else "final",
+                                  model="m", reason=v.reason, request=v.request if v.is_request else None,
+                                  verdict=v.judgement))
+    events.append(StepEnd(step="research", survivors=len(outputs), nodes=len(outputs), jump=None))
+    for seq, e in enumerate(events):
+        t.events.append(type(e)(**{**{f: getattr(e, f) for f in e.own_fields()}, "seq": seq}))
+    return t
+
+
+def test_extracting_ahead_changes_no_row_and_skips_rounds_after_a_flip(monkeypatch):
+    import importlib
+    module = importlib.import_module("ladr_lab.analysis.rejudge")    # the package re-exports a function of that name
+    verdict = importlib.import_module("ladr_lab.round.verdict")
+    schema = {"type": "object", "required": ["request"], "properties": {"request": {"type": "object"}}}
+    edited = copy.deepcopy(schema)
+    edited["properties"]["request"]["properties"] = {"files": {"type": "array", "maxItems": 1}}
+    after_flip = 'later {"request": {"files": ["z1"]}}'
+    trace = _two_round_trace([['{"request": {"files": ["a1", "b1"]}}', after_flip],
+                              ['{"request": {"files": ["c2"]}}', 'final answer 2']], schema)
+    seen: list[str] = []
+    real = verdict.extract
+    monkeypatch.setattr(verdict, "extract", lambda text: seen.append(text) or real(text))
+    verdict.extraction.cache_clear()
+    rows = rejudge_rows(trace, {"research": edited})
+    assert after_flip not in seen                       # node 1 flipped at round 1: round 2 is never extracted
+    assert [r["flipped"] for r in rows] == [True, False, False, False]
+    verdict.extraction.cache_clear()
+    monkeypatch.setattr(module, "_PREFETCH_MAX", 0)     # no extraction ahead: the very same rows
+    assert rejudge_rows(trace, {"research": edited}) == rows
