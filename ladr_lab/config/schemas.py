@@ -17,7 +17,7 @@ from .rules import Site, problem, rule
 _UNREAD = object()
 
 
-def _too_deep(value: Any) -> bool:
+def too_deep(value: Any) -> bool:
     """True when collections nest deeper than the reader allows (iteratively: the value may be very deep)."""
     todo = [(value, 1)]
     while todo:
@@ -38,7 +38,7 @@ def _parse(raw: Any) -> tuple[Any, str | None]:
             return _UNREAD, f"not valid JSON: {exc}"
         except RecursionError:
             return _UNREAD, f"nested deeper than {MAX_DEPTH} levels"
-        if _too_deep(value):
+        if too_deep(value):
             return _UNREAD, f"nested deeper than {MAX_DEPTH} levels"
         return value, None
     return raw, None
@@ -203,4 +203,5 @@ def _references(site: Site) -> Iterator[ConfigError]:
         yield problem(f"{site.what} is not usable: {message}", at=sub)
 
 
-__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "reference_problems", "type_suggestion", "value_at"]
+__all__ = ["TYPE_NAMES", "metaschema_errors", "parse_schema", "reference_problems", "too_deep", "type_suggestion",
+           "value_at"]

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from .keywords import iter_unknown_keywords, schema_ok
 from .reader import MAX_DEPTH, Positions, load_yaml
-from .schemas import TYPE_NAMES, metaschema_errors, reference_problems, type_suggestion, value_at
+from .schemas import TYPE_NAMES, metaschema_errors, reference_problems, too_deep, type_suggestion, value_at
 
 __all__ = ["NOT_A_SCHEMA", "iter_schema_problems", "read_schema"]
 
@@ -25,16 +25,6 @@ FORMATS = ("yaml", "json")
 
 _REFS_CHECKED: dict[str, tuple[tuple[tuple, str], ...]] = {}
 
-
-def _too_deep(value: Any) -> bool:
-    todo = [(value, 1)]
-    while todo:
-        v, depth = todo.pop()
-        if isinstance(v, (dict, list)):
-            if depth > MAX_DEPTH:
-                return True
-            todo.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return False
 
 
 def read_schema(text: str, format: str = "yaml") -> tuple[Any, Positions | None, ConfigError | None]:
@@ -53,7 +43,7 @@ def read_schema(text: str, format: str = "yaml") -> tuple[Any, Positions | None,
             line, column = getattr(exc, "lineno", None), getattr(exc, "colno", None)
             return None, None, ConfigError(f"not JSON: {getattr(exc, 'msg', exc)}" if line else f"not JSON: {exc}",
                                            line=line, column=column, rule="schema-json")
-        if _too_deep(value):
+        if too_deep(value):
             return None, None, ConfigError(f"not JSON: nested deeper than {MAX_DEPTH} levels", rule="schema-json")
         try:
             return value, load_yaml(text)[1], None
