@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers_graph import import_cycles
+
 PKG = Path(__file__).resolve().parents[1] / "ladr_lab"
 
 # module (first component below ladr_lab) -> layer; a module may import only its own layer or lower ones
@@ -103,25 +105,8 @@ def _package_graph() -> dict[str, set[str]]:
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of the graph as a path (first == last), or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(n: str) -> list[str] | None:
-        state[n] = 1
-        stack.append(n)
-        for m in sorted(graph.get(n, ())):
-            if state.get(m) == 1:
-                return stack[stack.index(m):] + [m]
-            if m not in state and (found := visit(m)):
-                return found
-        stack.pop()
-        state[n] = 2
-        return None
-
-    for n in sorted(graph):
-        if n not in state and (found := visit(n)):
-            return found
-    return None
+    found = import_cycles(graph)
+    return found[0] if found else None
 
 
 def test_packages_import_each_other_only_one_way_round():

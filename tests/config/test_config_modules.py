@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import ladr_lab.config as config_pkg
+from tests.helpers_graph import import_cycles
 
 PKG = Path(config_pkg.__file__).resolve().parent
 
@@ -56,24 +57,7 @@ def _config_imports() -> dict[str, set[str]]:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    state: dict[str, int] = {}
-    cycles: list[list[str]] = []
-
-    def visit(mod: str, trail: list[str]) -> None:
-        if state.get(mod) == 2:
-            return
-        if state.get(mod) == 1:
-            cycles.append(trail[trail.index(mod):] + [mod])
-            return
-        state[mod] = 1
-        for dep in sorted(graph.get(mod, ())):
-            if (mod, dep) not in ALLOWED:
-                visit(dep, trail + [mod])
-        state[mod] = 2
-
-    for mod in sorted(graph):
-        visit(mod, [])
-    return cycles
+    return import_cycles(graph, ALLOWED)
 
 
 def test_config_modules_form_no_cycle():

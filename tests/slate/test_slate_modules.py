@@ -5,6 +5,7 @@ import ast
 from pathlib import Path
 
 import ladr_lab.slate as slate_pkg
+from tests.helpers_graph import import_cycles
 
 PKG = Path(slate_pkg.__file__).resolve().parent
 
@@ -28,23 +29,7 @@ def _slate_imports() -> dict[str, set[str]]:
 def test_slate_modules_form_no_cycle():
     graph = _slate_imports()
     graph.pop("__init__")
-    state: dict[str, int] = {}
-    cycles: list[list[str]] = []
-
-    def visit(mod: str, trail: list[str]) -> None:
-        if state.get(mod) == 2:
-            return
-        if state.get(mod) == 1:
-            cycles.append(trail[trail.index(mod):] + [mod])
-            return
-        state[mod] = 1
-        for dep in sorted(graph.get(mod, ())):
-            visit(dep, trail + [mod])
-        state[mod] = 2
-
-    for mod in sorted(graph):
-        visit(mod, [])
-    assert cycles == []
+    assert import_cycles(graph) == []
     assert "store" not in graph["folder"]  # the old circle: folder needed FolderSpec from store
     # the atomic-write machinery is writing.py's: folder delegates to it, and it knows nothing of folder
     assert graph["writing"] == {"cache", "locks", "metatags", "paths", "vectors"}
