@@ -35,18 +35,27 @@ def _top_k(value: str) -> int:
 
 def cmd_search(a) -> int:
     """Search one agent's run files; print the pieces (or, with --json, one JSON array); WARNs go to stderr."""
-    from ..runfiles import LadrInterpreter, Masker, RunFileRetriever, cached_index_path, resolve_owner
+    from ..runfiles import (
+        LadrInterpreter,
+        Masker,
+        RunFileRetriever,
+        cached_index_path,
+        prune_cache,
+        resolve_owner,
+    )
 
     # the WARNs are printed below; keep logging's last-resort handler from printing them twice
     logging.getLogger("ladr_lab.runfiles").addHandler(logging.NullHandler())
     interpreter = LadrInterpreter()
     masker = Masker.hiding_outside(a.run_dir) if a.mask else None
     index = a.index
+    cached = False
     try:
         try:
             if index is None and not a.no_cache and os.path.isdir(a.run_dir):
                 index = cached_index_path(a.run_dir, resolve_owner(a.run_dir, a.owner), interpreter=interpreter,
                                           masker=masker, in_run_dir=a.index_in_run_dir)
+                cached = not a.index_in_run_dir
             retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker,
                                          index_path=index)
         except (OSError, LadrError) as exc:
@@ -55,7 +64,7 @@ def cmd_search(a) -> int:
             # a cache that cannot be used (a read-only home, a damaged file) does not stop the search
             print(f"WARN the index cache cannot be used ({exc}): searching with a temporary index",
                   file=sys.stderr)
-            index = None
+            index, cached = None, False
             retriever = RunFileRetriever(a.run_dir, a.owner, interpreter=interpreter, masker=masker)
     except (OSError, LadrError) as exc:
         print(f"ladr-lab: {exc}", file=sys.stderr)
@@ -65,11 +74,19 @@ def cmd_search(a) -> int:
                                   top_k=a.top_k)
     for w in result.warnings:
         print(f"WARN {w}", file=sys.stderr)
+    pruned = None
+    if cached:
+        try:   # keep the cache folder bounded: stale and least recently used indexes go (docs/runfiles.md)
+            pruned = prune_cache(index)
+        except ValueError as exc:
+            print(f"WARN the index cache was not pruned: {exc}", file=sys.stderr)
     st = result.refresh
     if a.stats and st is not None:
         print(f"index {index or '(temporary)'}: {st.files} files, {st.bytes_read} bytes read, {st.records} records "
               f"and {st.pieces} pieces added" + (f", read again: {', '.join(st.reread)}" if st.reread else ""),
               file=sys.stderr)
+    if a.stats and pruned is not None and pruned.removed:
+        print(f"cache: removed {len(pruned.removed)} unused index file(s), {pruned.freed} bytes", file=sys.stderr)
     if a.json:
         print(json.dumps(result.to_dicts(), ensure_ascii=False))
         return 0

@@ -6,11 +6,11 @@
 - RecordInterpreter, LadrInterpreter, Reading — what a record means: note, told, said or left out
 - Masker, PathRedactor, CredentialRedactor — hiding local paths outside the run folder and credentials
 - RunFileIndex — the incremental SQLite FTS5 index of one agent's files
-- cache_dir, cached_index_path — where `ladr-lab search` keeps an index between calls
+- cache_dir, cached_index_path, prune_cache — where `ladr-lab search` keeps an index between calls, kept bounded
 - RunFileRetriever, Scope, Piece, SearchResult — seed 004's search; RunFileSource — the same as a step's source
 - search_run_files — one search as a pandas DataFrame
 """
-from .cache import CACHE_ENV, cache_dir, cached_index_path
+from .cache import CACHE_ENV, Pruned, cache_dir, cached_index_path, prune_cache
 from .index import MAX_PIECE_CHARS, RefreshStats, RunFileIndex
 from .masking import MASKED_PATH, MASKED_SECRET, CredentialRedactor, Masker, PathRedactor
 from .names import agent_name, decode_name, encode_name, split_agent_name
@@ -62,6 +62,7 @@ __all__ = [
     "NO_CONVERSATION",
     "PathRedactor",
     "Piece",
+    "Pruned",
     "RUNNING",
     "Reading",
     "Record",
@@ -88,6 +89,7 @@ __all__ = [
     "parse_episode",
     "parse_file",
     "parse_record_line",
+    "prune_cache",
     "resolve_owner",
     "search_run_files",
     "split_agent_name",

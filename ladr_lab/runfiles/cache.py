@@ -8,6 +8,11 @@ The cache folder is `$LADR_LAB_CACHE_DIR/runfiles/` when that variable is set, e
 `$XDG_CACHE_HOME/ladr_lab/runfiles/`, else `~/.cache/ladr_lab/runfiles/`; it is created private (0700), since an
 unmasked index holds the run files' text. Inside a run folder the index goes to `RUN_DIR/.ladr_lab/`, under a
 hidden name (a run folder's hidden files are never searched).
+
+The cache folder is kept bounded (`prune_cache`, after every cached search): an index unused for `MAX_AGE_DAYS` goes
+(its run folder may be long gone), then the least recently used go until the folder is under `MAX_BYTES`; the
+index just used and any used in the last `GRACE_SECONDS` (a search running beside this one) always stay.
+`LADR_LAB_CACHE_MAX_BYTES` and `LADR_LAB_CACHE_MAX_AGE_DAYS` override the two bounds.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import hashlib
 import json
 import os
 import re
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .index import SCHEMA_VERSION
@@ -22,6 +29,12 @@ from .masking import Masker
 from .readings import RecordInterpreter
 
 CACHE_ENV = "LADR_LAB_CACHE_DIR"
+MAX_BYTES = 2 << 30          # 2 GiB of indexes
+MAX_AGE_DAYS = 30.0
+GRACE_SECONDS = 600.0
+MAX_BYTES_ENV = "LADR_LAB_CACHE_MAX_BYTES"
+MAX_AGE_ENV = "LADR_LAB_CACHE_MAX_AGE_DAYS"
+_SIDE_FILES = ("-journal", "-wal", "-shm")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -58,4 +71,83 @@ def cached_index_path(run_dir: str | Path, owner: str, *, interpreter: RecordInt
     return folder / name
 
 
-__all__ = ["CACHE_ENV", "cache_dir", "cached_index_path", "index_name"]
+def _bound(env: str, default: float) -> float:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{env} must be a number (got {raw!r})") from None
+    if not value >= 0:   # also refuses NaN
+        raise ValueError(f"{env} must be >= 0 (got {raw!r})")
+    return value
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What `prune_cache` removed from the cache folder: index file names and the bytes freed."""
+
+    removed: tuple[str, ...]
+    freed: int
+
+
+def prune_cache(keep: str | Path | None = None, *, folder: str | Path | None = None, max_bytes: float | None = None,
+          max_age_days: float | None = None, now: float | None = None) -> Pruned:
+    """Mark `keep` as just used, then drop stale and least recently used indexes until the folder fits its bounds."""
+    folder = Path(folder) if folder is not None else cache_dir()
+    max_bytes = _bound(MAX_BYTES_ENV, MAX_BYTES) if max_bytes is None else max_bytes
+    max_age = 86400.0 * (_bound(MAX_AGE_ENV, MAX_AGE_DAYS) if max_age_days is None else max_age_days)
+    now = time.time() if now is None else now
+    if keep is not None:
+        try:
+            os.utime(keep, (now, now))   # last use, read back below: an index only read keeps its mtime otherwise
+        except OSError:
+            pass
+    entries = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return Pruned((), 0)
+    for name in names:
+        if not name.endswith(".sqlite"):
+            continue
+        path = folder / name
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        size = st.st_size + sum(_size(folder / (name + side)) for side in _SIDE_FILES)
+        entries.append((st.st_mtime, name, size))
+    entries.sort()   # least recently used first
+    keep_name = Path(keep).name if keep is not None else None
+    total = sum(size for _, _, size in entries)
+    removed, freed = [], 0
+    for mtime, name, size in entries:
+        if name == keep_name or now - mtime < GRACE_SECONDS:
+            continue
+        if now - mtime <= max_age and total <= max_bytes:
+            continue
+        for side in ("", *_SIDE_FILES):
+            try:
+                os.unlink(folder / (name + side))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                break
+        else:
+            removed.append(name)
+            freed += size
+            total -= size
+    return Pruned(tuple(removed), freed)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+__all__ = ["CACHE_ENV", "MAX_AGE_DAYS", "MAX_AGE_ENV", "MAX_BYTES", "MAX_BYTES_ENV", "Pruned", "cache_dir",
+           "cached_index_path", "index_name", "prune_cache"]
