@@ -8,6 +8,7 @@ per-stage scores. `hits_json` writes the JSON without building dicts: the server
 """
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -49,14 +50,16 @@ def confidence(st: Mapping, mode: str, reranked: bool) -> float:
     dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
     return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
 
-def static_part(snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str, str] | None:
-    """The parts of a hit that depend only on the unit (and includeText): a dict, its JSON, and that JSON
-    without its opening brace; cached on the unit's record."""
+def static_part(snap: Snapshot, key: str, unit: str, include_text: bool,
+                fields: tuple | None = None) -> tuple[dict, str, str] | None:
+    """The parts of a hit that depend only on the unit (and includeText, and a `fields` selection): a dict,
+    its JSON, and that JSON without its opening brace; cached on the unit's record."""
     doc = snap.doc_of(key)
     if doc is None:
         return None
     rec = snap.chunks[key] if unit == "chunk" else doc
-    got = rec.frags.get(include_text)
+    cache_key = include_text if fields is None else (include_text, fields)
+    got = rec.frags.get(cache_key)
     if got is None:
         static: dict[str, Any] = {"id": key}
         if include_text:
@@ -65,16 +68,18 @@ def static_part(snap: Snapshot, key: str, unit: str, include_text: bool) -> tupl
         if unit == "chunk":
             chunk: Any = rec
             static["chunk"] = ReadOnlyDict(docId=chunk.doc_id, index=chunk.index, context=chunk.context)
+        if fields is not None:
+            static = {k: v for k, v in static.items() if k in fields}
         text = json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         got = (static, text, text[1:])  # the last: ready to follow '{"score":...,' in a hit's JSON
-        rec.frags[include_text] = got
+        rec.frags[cache_key] = got
     return got
 
 def _rows(snap: Snapshot, page: list, unit: str, stages: dict, include_text: bool, mode: str,
-          reranked: bool | None):
+          reranked: bool | None, fields: tuple | None = None):
     """(static part, score, confidence, per-stage scores) for each hit of a page, in order."""
     for key, score in page:
-        fixed = static_part(snap, key, unit, include_text)
+        fixed = static_part(snap, key, unit, include_text, fields)
         if fixed is None:
             continue
         st = stages.get(key) or {}
@@ -89,12 +94,15 @@ def hit_dicts(snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mod
     """The hits of a page as dicts of seed 002's Hit shape (`req` gives includeText / includeVector)."""
     include_text = req["include_text"] if isinstance(req, dict) else req.include_text
     include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
+    fields = req.get("fields") if isinstance(req, dict) else req.fields
     out = []
-    for key, fixed, score, conf, scores in _rows(snap, page, unit, stages, include_text, mode, reranked):
+    for key, fixed, score, conf, scores in _rows(snap, page, unit, stages, include_text, mode, reranked, fields):
         hit = dict(fixed[0])
         hit.update(score=score, confidence=conf, scores=scores)
         if include_vector:
             hit["vector"] = unit_vector(snap, key, unit)
+        if fields is not None:
+            hit = {k: v for k, v in hit.items() if k in fields}
         out.append(hit)
     return out
 
@@ -102,10 +110,14 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
     """The same hits as `hit_dicts`, as a JSON array text, built without dicts (the server's hot path)."""
     include_text, include_vector = state["include_text"], state["include_vector"]
     mode, reranked = state["mode"], bool(state["reranked"])
+    fields = state.get("fields")
     records = snap.chunks if unit == "chunk" else snap.docs
-    if mode == "sparse" and not reranked and not include_vector and all(
-            len(stages.get(key, ())) == 1 for key, _ in page):
-        return _sparse_hits_json(snap, page, unit, include_text, records)
+    if mode == "sparse" and not reranked and (not include_vector or (fields is not None and "vector" not in fields)) \
+            and all(len(stages.get(key, ())) == 1 for key, _ in page):
+        return _sparse_hits_json(snap, page, unit, include_text, records, fields)
+    want = _Want(fields)
+    include_vector = include_vector and want.vector
+    frag_key = include_text if fields is None else (include_text, fields)
     parts, keys = [], []
     half = SPARSE_CONFIDENCE_HALF
     empty: dict = {}
@@ -113,7 +125,7 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         rec = records.get(key)
         if rec is None:
             continue
-        fixed: Any = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        fixed: Any = rec.frags.get(frag_key) or static_part(snap, key, unit, include_text, fields)
         st = stages.get(key, empty)
         r = _num(score)
         if len(st) == 1 and mode in st and not reranked:
@@ -131,28 +143,58 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         if include_vector:
             v = unit_vector(snap, key, unit)
             vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
-        parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
+        if fields is None:
+            parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
+        else:
+            head = [f'"score":{r}'] * want.score + [f'"confidence":{conf!r}'] * want.confidence \
+                + [f'"scores":{{{sc}}}'] * want.scores + [vec[1:]] * bool(vec)
+            parts.append("{" + "".join(h + "," for h in head) + fixed[2])
         keys.append(key)
     return "[" + ",".join(parts) + "]", keys
 
+
+class _Want:
+    """Which of the per-hit (non-static) fields a `fields` selection keeps (all of them when it is None)."""
+
+    __slots__ = ("confidence", "score", "scores", "vector")
+
+    def __init__(self, fields: tuple | None) -> None:
+        for name in self.__slots__:
+            setattr(self, name, fields is None or name in fields)
 
 
 _SPARSE_HIT = '{{"score":{0},"confidence":{1!r},"scores":{{"sparse":{0}}},{2}'.format
 
 
-def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict) -> tuple[str, list]:
+def _sparse_format(fields: tuple | None) -> Any:
+    """The `str.format` of one plain sparse hit ({0} its score, {1} its confidence, {2} its static tail)."""
+    if fields is None:
+        return _SPARSE_HIT
+    want = _Want(fields)
+    head = ['"score":{0}'] * want.score + ['"confidence":{1!r}'] * want.confidence \
+        + ['"scores":{{"sparse":{0}}}'] * want.scores
+    return ("{{" + "".join(h + "," for h in head) + "{2}").format
+
+
+def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict,
+                      fields: tuple | None = None) -> tuple[str, list]:
     """`hits_json` for the commonest page: BM25 recall only (each hit's score is its only stage score).
     The per-hit formatting runs through `map` so its loop stays in C."""
+    frag_key = include_text if fields is None else (include_text, fields)
     keys, tails, scores = [], [], []
     for key, score in page:
         rec = records.get(key)
         if rec is None:
             continue
-        fixed: Any = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        fixed: Any = rec.frags.get(frag_key) or static_part(snap, key, unit, include_text, fields)
         keys.append(key)
         tails.append(fixed[2])
         scores.append(score)
-    half = SPARSE_CONFIDENCE_HALF
-    confs = [round(x / (x + half), 6) if x > 0 else 0.0 for x in scores]
+    fmt = _sparse_format(fields)
+    if fields is not None and "confidence" not in fields:
+        confs: Any = itertools.repeat(0.0)
+    else:
+        half = SPARSE_CONFIDENCE_HALF
+        confs = [round(x / (x + half), 6) if x > 0 else 0.0 for x in scores]
     reprs = map(_num, scores)
-    return "[" + ",".join(map(_SPARSE_HIT, reprs, confs, tails)) + "]", keys
+    return "[" + ",".join(map(fmt, reprs, confs, tails)) + "]", keys

@@ -48,7 +48,9 @@ class SparseView:
             query = self._index.parse_query(" ".join(words), ["body"])
         except ValueError:
             return []
-        fetch = limit if allowed is None else min(self.num_docs, max(4 * limit, 64))
+        # one more than asked, so a tie across the cut is seen: tantivy breaks ties by its own document
+        # order, and the promise is ties by key, so the first `limit` must not depend on `limit` itself
+        fetch = min(self.num_docs, limit + 1 if allowed is None else max(4 * limit, 64))
         while True:
             hits = self._searcher.search(query, fetch, count=False).hits
             uids = self._searcher.fast_field_values("uid", [addr for _, addr in hits])
@@ -58,8 +60,10 @@ class SparseView:
                 key = keys.get(uid)
                 if key is not None and (allowed is None or key in allowed):
                     out.append((key, float(score)))
-            if allowed is None or len(out) >= limit or len(hits) < fetch or fetch >= self.num_docs:
-                break
+            if len(hits) < fetch or fetch >= self.num_docs:
+                break   # everything that matches is here
+            if len(out) >= limit and float(hits[-1][0]) < out[limit - 1][1]:
+                break   # what was not fetched scores below the cut: no tie across it
             fetch = min(self.num_docs, fetch * 4)
         return _ties_by_key(out)[:limit]
 
