@@ -271,6 +271,7 @@ class EmbeddedEngine:
                  "k": k, "token_budget": req.token_budget, "include_text": req.include_text,
                  "include_vector": req.include_vector, "session": req.session, "reranked": rerank is not None,
                  "offset": len(page), "as_json": as_json, "fields": req.fields, "extend": extend, "cand": cand,
+                 "plain": mode == "sparse" and len(queries) == 1 and rerank is None and req.recency is None,
                  "recalled": recalled}
         result = self._result(snap, page, state, req, notes, t0, candidates=candidates, reranked=reranked,
                               effective={"k": k, "candidateK": cand, **({"topN": top_n} if top_n else {})})
@@ -466,8 +467,7 @@ class EmbeddedEngine:
             usage["notes"] = notes
         result["usage"] = usage
         if state.get("as_json"):
-            rest = json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            return '{"hits":' + hits_text + "," + rest[1:]
+            return '{"hits":' + hits_text + "," + _rest_json(result)[1:]
         return {"hits": hits, **result}
 
     def _save_cursor(self, state: dict) -> str:
@@ -503,6 +503,26 @@ class EmbeddedEngine:
         state["offset"] += len(page)
         return self._result(snap, page, state, req, notes, t0, candidates=len(ranked), reranked=0,
                             effective={"k": state["k"]})
+
+
+_PLAIN_USAGE = {"candidates", "reranked", "latencyMs", "returned", "effective", "mode", "unit"}
+_REST = ('{"indexVersion":"%s",%s"usage":{"candidates":%d,"reranked":%d,"latencyMs":%r,"returned":%d,'
+         '"effective":%s,"mode":"%s","unit":"%s"}}')
+
+
+def _rest_json(result: dict) -> str:
+    """The result without its hits as JSON text: for the commonest answer (usage without notes or tokens, every
+    string one this server made from a safe alphabet) one %-format, else `json.dumps`."""
+    usage = result["usage"]
+    eff = usage["effective"]
+    if usage.keys() == _PLAIN_USAGE and all(type(v) is int for v in eff.values()) \
+            and all(isinstance(v, str) and v.replace(".", "").replace("-", "").isalnum()
+                    for v in (result["indexVersion"], usage["mode"], usage["unit"], result.get("nextCursor", "x"))):
+        cursor = f'"nextCursor":"{result["nextCursor"]}",' if "nextCursor" in result else ""
+        effective = "{" + ",".join(f'"{k}":{v}' for k, v in eff.items()) + "}"
+        return _REST % (result["indexVersion"], cursor, usage["candidates"], usage["reranked"], usage["latencyMs"],
+                        usage["returned"], effective, usage["mode"], usage["unit"])
+    return json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def snap_time(snap: Snapshot) -> float:
