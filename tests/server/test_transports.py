@@ -118,6 +118,13 @@ def test_batch(client):
     assert isinstance(got[2], RetrieveError) and got[2].code == -32601
 
 
+def test_a_batch_past_a_pipe_buffer_is_answered(client):
+    # one line of over 64 KiB out, and more than 64 KiB back: the server reads the whole line before it answers
+    calls = [("retrieve", {"query": "transformer attention " + "q" * 300, "k": 5}) for _ in range(300)]
+    out = client.batch(calls)
+    assert len(out) == 300 and all(isinstance(r, dict) and r["hits"] for r in out)
+
+
 def test_progress_notifications(client):
     notes = []
     res = client.retrieve("transformer", k=2, on_progress=notes.append)
