@@ -6,6 +6,14 @@ then similarTo on a 10,000-file folder, Folder.similar (the Python scan) against
     python benchmarks/retrieval.py --embedder hashing     # fast: the offline embedder only
     python benchmarks/retrieval.py --skip-beir            # similarTo only
     python benchmarks/retrieval.py --data DIR             # another BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)
+    python benchmarks/retrieval.py --sparse-only          # raw tantivy against the server's sparse path only (~1 min)
+
+`--sparse-only` (and the full run, as `sparse_compare`) measures, in turns in one run, raw tantivy against
+the in-process Dispatcher and a stdio server at k=10 and k=100: queries/s in process and pipelined, and the
+mean latency of one request at a time over stdio (the client's parse included), each with and without a
+field selection (`fields: ["id", "score"]`); it prints the ratios against the raw engine and whether issue
+18's targets are met (in process >= 0.77x raw at k=10; stdio latency <= 2x raw at k=10). Results:
+benchmarks/results/retrieval-sparse.json (or `--out`).
 
 SciFact (../shared/bench/beir/scifact) is written into a temporary slate, one file per document
 (`docs/<id>.txt`: title, blank line, abstract). For each of sparse, dense and hybrid:
@@ -15,7 +23,7 @@ SciFact (../shared/bench/beir/scifact) is written into a temporary slate, one fi
   the two lists (k=60), exactly as the server fuses. bm25s is measured too when installed.
 * through the server: `ladr-lab serve --stdio` as a subprocess (sparse with `--no-dense`, dense
   and hybrid with the embedder), one request at a time (`RetrieveClient`, latency-bound) and
-  pipelined (all requests written, then all answers read: throughput), k=100, includeText false;
+  pipelined (requests written from a thread while the answers are read: throughput), k=100, includeText false;
   and the protocol alone in process (`Dispatcher.handle_text`, no transport).
 
 nDCG@10 and Recall@100 follow BEIR (pytrec_eval's definitions; qrels/test.tsv has CRLF endings);

@@ -8,7 +8,10 @@
     [h["id"] for h in res["hits"]]
 
 Keyword arguments are the protocol's parameters, in camelCase or snake_case (`candidate_k`,
-`index_version`, `min_score`, ...). A JSON-RPC error raises `RetrieveError` with its `code`.
+`index_version`, `min_score`, ...), and this server's `fields` (the hit fields to return, e.g.
+`fields=["score"]`: fewer bytes to write and parse; see docs/server.md). A JSON-RPC error raises
+`RetrieveError` with its `code`. A batch goes as one line and the server reads the whole line before it
+answers, so a batch past a pipe's buffer cannot deadlock the stdio transport.
 """
 from __future__ import annotations
 
