@@ -150,6 +150,9 @@ def _sse_events(resp: Any):
         yield "\n".join(data)
 
 
+_RESPONSE_HEAD = b'{"jsonrpc":"2.0","id":'   # how this server writes every response; others are parsed to tell
+
+
 class _StdioTransport(_Transport):
     def __init__(self, command: Sequence[str], env: dict | None, cwd: str | None) -> None:
         self._proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -179,6 +182,8 @@ class _StdioTransport(_Transport):
                 if not line:
                     raise RetrieveError("the server process closed its output")
                 text = line.decode("utf-8")
+                if not raw and line.startswith(_RESPONSE_HEAD):
+                    return text   # a response (a notification has no id): parsed once, by the caller
                 obj = json.loads(text)
                 if isinstance(obj, dict) and "method" in obj and "id" not in obj:
                     on_message(obj)
