@@ -161,8 +161,10 @@ class _Want:
     __slots__ = ("confidence", "score", "scores", "vector")
 
     def __init__(self, fields: tuple | None) -> None:
-        for name in self.__slots__:
-            setattr(self, name, fields is None or name in fields)
+        self.confidence = fields is None or "confidence" in fields
+        self.score = fields is None or "score" in fields
+        self.scores = fields is None or "scores" in fields
+        self.vector = fields is None or "vector" in fields
 
 
 def _sparse_template(fields: tuple | None) -> str:
@@ -212,3 +214,23 @@ def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool,
     columns.append(tails)
     flat = tuple(itertools.chain.from_iterable(zip(*columns, strict=True)))
     return _page_template(fields, len(keys)) % flat, keys
+
+
+_PLAIN_USAGE = {"candidates", "reranked", "latencyMs", "returned", "effective", "mode", "unit"}
+_REST = ('{"indexVersion":"%s",%s"usage":{"candidates":%d,"reranked":%d,"latencyMs":%r,"returned":%d,'
+         '"effective":%s,"mode":"%s","unit":"%s"}}')
+
+
+def rest_json(result: dict) -> str:
+    """The result without its hits as JSON text: for the commonest answer (usage without notes or tokens, every
+    string one this server made from a safe alphabet) one %-format, else `json.dumps`."""
+    usage = result["usage"]
+    eff = usage["effective"]
+    if usage.keys() == _PLAIN_USAGE and all(type(v) is int for v in eff.values()) \
+            and all(isinstance(v, str) and v.replace(".", "").replace("-", "").isalnum()
+                    for v in (result["indexVersion"], usage["mode"], usage["unit"], result.get("nextCursor", "x"))):
+        cursor = f'"nextCursor":"{result["nextCursor"]}",' if "nextCursor" in result else ""
+        effective = "{" + ",".join(f'"{k}":{v}' for k, v in eff.items()) + "}"
+        return _REST % (result["indexVersion"], cursor, usage["candidates"], usage["reranked"], usage["latencyMs"],
+                        usage["returned"], effective, usage["mode"], usage["unit"])
+    return json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

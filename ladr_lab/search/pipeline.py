@@ -25,7 +25,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
 from ..models.base import estimate_tokens
@@ -33,7 +32,7 @@ from . import fusion
 from .corpus import Corpus, Snapshot
 from .errors import InvalidRequestParams, OptionUnsupported
 from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
-from .hits import hit_dicts, hits_json, unit_text, unit_vector
+from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
 from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_request
 from .transform import apply_transform
 
@@ -223,17 +222,17 @@ class EmbeddedEngine:
         # k + 1 candidates decide the page and whether a next one exists; a cursor recalls further as it pages.
         sized = (self.sized_recall and mode == "sparse" and len(queries) == 1 and rerank is None
                  and req.recency is None and req.session is None and not use_mmr)
-        extend = None
+        extend: Callable[..., tuple[list, int]] | None = None
         if sized and k + 1 < cand:
-            def extend(at: Snapshot, n: int, into: dict, q: str = queries[0],
-                       floor: float | None = req.min_score) -> tuple[list, int]:
+            def recall_more(at: Snapshot, n: int, into: dict, q: str = queries[0],
+                            floor: float | None = req.min_score) -> tuple[list, int]:
                 """The first `n` candidates (minScore applied), their stages put in `into`; and how many
                 recall found (fewer than `n`: it is exhausted)."""
                 got = self._recall(at, [q], mode, unit, n, pred, None, into)
                 return (got if floor is None else [(key, s) for key, s in got if s >= floor]), len(got)
             ranked = self._recall(snap, queries, mode, unit, k + 1, pred, req.fusion, stages)
-            if len(ranked) <= k:
-                extend = None   # recall is exhausted: nothing further to page to
+            if len(ranked) > k:
+                extend = recall_more   # else recall is exhausted: nothing further to page to
         else:
             ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
         recalled = len(ranked)
@@ -390,7 +389,7 @@ class EmbeddedEngine:
         out = []
         for key, s in ranked:
             doc = snap.doc_of(key)
-            when = _timestamp(doc.meta.get(opts["field"])) if doc is not None else None
+            when = fusion.timestamp(doc.meta.get(opts["field"])) if doc is not None else None
             if when is None:
                 missing += 1
                 factor = 1.0
@@ -467,7 +466,7 @@ class EmbeddedEngine:
             usage["notes"] = notes
         result["usage"] = usage
         if state.get("as_json"):
-            return '{"hits":' + hits_text + "," + _rest_json(result)[1:]
+            return '{"hits":' + hits_text + "," + rest_json(result)[1:]
         return {"hits": hits, **result}
 
     def _save_cursor(self, state: dict) -> str:
@@ -505,47 +504,6 @@ class EmbeddedEngine:
                             effective={"k": state["k"]})
 
 
-_PLAIN_USAGE = {"candidates", "reranked", "latencyMs", "returned", "effective", "mode", "unit"}
-_REST = ('{"indexVersion":"%s",%s"usage":{"candidates":%d,"reranked":%d,"latencyMs":%r,"returned":%d,'
-         '"effective":%s,"mode":"%s","unit":"%s"}}')
-
-
-def _rest_json(result: dict) -> str:
-    """The result without its hits as JSON text: for the commonest answer (usage without notes or tokens, every
-    string one this server made from a safe alphabet) one %-format, else `json.dumps`."""
-    usage = result["usage"]
-    eff = usage["effective"]
-    if usage.keys() == _PLAIN_USAGE and all(type(v) is int for v in eff.values()) \
-            and all(isinstance(v, str) and v.replace(".", "").replace("-", "").isalnum()
-                    for v in (result["indexVersion"], usage["mode"], usage["unit"], result.get("nextCursor", "x"))):
-        cursor = f'"nextCursor":"{result["nextCursor"]}",' if "nextCursor" in result else ""
-        effective = "{" + ",".join(f'"{k}":{v}' for k, v in eff.items()) + "}"
-        return _REST % (result["indexVersion"], cursor, usage["candidates"], usage["reranked"], usage["latencyMs"],
-                        usage["returned"], effective, usage["mode"], usage["unit"])
-    return json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
 def snap_time(snap: Snapshot) -> float:
     """The time recency is measured from: when the snapshot was made (so results do not drift)."""
     return getattr(snap, "made_at", None) or time.time()
-
-
-def _timestamp(value: Any) -> float | None:
-    """Seconds since the epoch of a metatag value: an ISO-8601 date/time, or a number of seconds (or ms)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) / 1000.0 if value > 1e11 else float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z"):
-            text = text[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        return dt.timestamp()
-    return None
-
