@@ -6,6 +6,14 @@ then similarTo on a 10,000-file folder, Folder.similar (the Python scan) against
     python benchmarks/retrieval.py --embedder hashing     # fast: the offline embedder only
     python benchmarks/retrieval.py --skip-beir            # similarTo only
     python benchmarks/retrieval.py --data DIR             # another BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)
+    python benchmarks/retrieval.py --sparse-only          # raw tantivy against the server's sparse path only (~1 min)
+
+`--sparse-only` (and the full run, as `sparse_compare`) measures, in turns in one run, raw tantivy against
+the in-process Dispatcher and a stdio server at k=10 and k=100: queries/s in process and pipelined, and the
+mean latency of one request at a time over stdio (the client's parse included), each with and without a
+field selection (`fields: ["id", "score"]`); it prints the ratios against the raw engine and whether issue
+18's targets are met (in process >= 0.77x raw at k=10; stdio latency <= 2x raw at k=10). Results:
+benchmarks/results/retrieval-sparse.json (or `--out`).
 
 SciFact (../shared/bench/beir/scifact) is written into a temporary slate, one file per document
 (`docs/<id>.txt`: title, blank line, abstract). For each of sparse, dense and hybrid:
@@ -15,7 +23,7 @@ SciFact (../shared/bench/beir/scifact) is written into a temporary slate, one fi
   the two lists (k=60), exactly as the server fuses. bm25s is measured too when installed.
 * through the server: `ladr-lab serve --stdio` as a subprocess (sparse with `--no-dense`, dense
   and hybrid with the embedder), one request at a time (`RetrieveClient`, latency-bound) and
-  pipelined (all requests written, then all answers read: throughput), k=100, includeText false;
+  pipelined (requests written from a thread while the answers are read: throughput), k=100, includeText false;
   and the protocol alone in process (`Dispatcher.handle_text`, no transport).
 
 nDCG@10 and Recall@100 follow BEIR (pytrec_eval's definitions; qrels/test.tsv has CRLF endings);
@@ -204,17 +212,34 @@ def start_server(slate_dir: Path, embedder_name: str | None, dense: bool):
 
 
 def pipelined_qps(client, queries, params: dict) -> tuple[float, dict]:
-    """Write every request to the stdio server at once, then read every answer: throughput."""
+    """Write every request to the stdio server while reading every answer (client parse included): throughput.
+    The writing runs in a thread: written first and read after, requests past a pipe's buffer (64 KiB) would
+    deadlock, the server blocked writing answers nobody reads while the client is blocked writing to it."""
+    import threading
+
     proc = client._transport._proc
-    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "retrieve", "params": {"query": q, **params}})
-             for i, (_, q) in enumerate(queries)]
+    payload = "".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "retrieve", "params": {"query": q, **params}})
+                      + "\n" for i, (_, q) in enumerate(queries)).encode()
+    failed: list = []
+
+    def write() -> None:
+        try:
+            proc.stdin.write(payload)
+            proc.stdin.flush()
+        except OSError as exc:
+            failed.append(exc)
+
     t = time.perf_counter()
-    proc.stdin.write(("\n".join(lines) + "\n").encode())
-    proc.stdin.flush()
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
     got = {}
-    while len(got) < len(lines):
-        msg = json.loads(proc.stdout.readline())
+    while len(got) < len(queries):
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the server closed its output after {len(got)} answers {failed}")
+        msg = json.loads(line)
         got[msg["id"]] = msg
+    writer.join()
     return len(queries) / (time.perf_counter() - t), got
 
 
@@ -292,6 +317,109 @@ def sparse_speed(view, queries, stdio_client, dispatcher, http_client, rounds: i
     return {name: round(rounds * len(queries) / sec, 1) for name, sec in spent.items()}
 
 
+LEAN = ["id", "score"]   # the field selection measured against the full hit
+
+
+def sparse_compare(view, queries, stdio_client, dispatcher, rounds: int = 5) -> dict:
+    """The raw engine and the server side by side, in turns (each way once per round, so load changes hit
+    every column alike): queries/s in process and pipelined over stdio, and the mean latency of one request
+    at a time over stdio (the client's parse included), at k=10 and k=100, with and without `fields`."""
+    def lines(k, fields=None):
+        extra = {"fields": fields} if fields is not None else {}
+        return [json.dumps({"jsonrpc": "2.0", "id": i, "method": "retrieve",
+                            "params": {"query": q, "k": k, "mode": "sparse", "includeText": False, **extra}})
+                for i, (_, q) in enumerate(queries)]
+
+    def raw(k):
+        return lambda: [view.search(q, k) for _, q in queries]
+
+    def in_proc(k, fields=None):
+        msgs = lines(k, fields)
+        return lambda: [dispatcher.handle_text(m) for m in msgs]
+
+    def one_at_a_time(k, fields=None):
+        extra = {"fields": fields} if fields is not None else {}
+        return lambda: [stdio_client.retrieve(q, k=k, mode="sparse", include_text=False, **extra) for _, q in queries]
+
+    def piped(k, fields=None):
+        extra = {"fields": fields} if fields is not None else {}
+        return lambda: pipelined_qps(stdio_client, queries, {"k": k, "mode": "sparse", "includeText": False, **extra})
+
+    ways = {}
+    for k in (10, 100):
+        ways[f"raw_k{k}"] = raw(k)
+        ways[f"in_process_k{k}"] = in_proc(k)
+        ways[f"in_process_k{k}_fields"] = in_proc(k, LEAN)
+        ways[f"stdio_one_k{k}"] = one_at_a_time(k)
+        ways[f"stdio_one_k{k}_fields"] = one_at_a_time(k, LEAN)
+        ways[f"stdio_pipelined_k{k}"] = piped(k)
+        ways[f"stdio_pipelined_k{k}_fields"] = piped(k, LEAN)
+    spent = dict.fromkeys(ways, 0.0)
+    for fn in ways.values():
+        fn()  # warm-up: every cache filled before anything is timed
+    for _ in range(rounds):
+        for name, fn in ways.items():
+            t = time.perf_counter()
+            fn()
+            spent[name] += time.perf_counter() - t
+    n = rounds * len(queries)
+    qps = {name: round(n / sec, 1) for name, sec in spent.items()}
+    ms = {name: round(1000 * sec / n, 4) for name, sec in spent.items()}
+    ratios = {}
+    for k in (10, 100):
+        raw_qps = qps[f"raw_k{k}"]
+        for name in ways:
+            if name.endswith(f"k{k}") or name.endswith(f"k{k}_fields"):
+                if name.startswith(("in_process", "stdio_pipelined")):
+                    ratios[f"{name} q/s / raw"] = round(qps[name] / raw_qps, 3)
+                elif name.startswith("stdio_one"):
+                    ratios[f"{name} latency / raw"] = round(ms[name] / ms[f"raw_k{k}"], 3)
+    return {"qps": qps, "mean_ms": ms, "ratios": ratios, "rounds": rounds, "queries": len(queries),
+            "lean_fields": LEAN}
+
+
+def sparse_targets(cmp: dict) -> dict:
+    """Issue 18 item 11's targets against one `sparse_compare`: in process >= 0.77x raw q/s at k=10; over stdio
+    one request at a time (client parse included) <= 2x the raw engine's latency at k=10."""
+    r = cmp["ratios"]
+    inproc = r["in_process_k10 q/s / raw"]
+    lat = min(r["stdio_one_k10 latency / raw"], r["stdio_one_k10_fields latency / raw"])
+    return {"in-process q/s >= 0.77x raw at k=10": f"{'MET' if inproc >= 0.77 else 'NOT MET'} ({inproc:.2f}x)",
+            "stdio latency <= 2x raw at k=10 (best of with/without fields)":
+                f"{'MET' if lat <= 2.0 else 'NOT MET'} ({lat:.2f}x)"}
+
+
+def print_compare(cmp: dict) -> None:
+    print(f"\nsparse, raw tantivy against the server, in turns ({cmp['rounds']} rounds x {cmp['queries']} queries; "
+          f"_fields = fields {cmp['lean_fields']}):")
+    print(f"{'way':<30} | {'q/s':>9} | {'mean ms':>9}")
+    for name, q in cmp["qps"].items():
+        print(f"{name:<30} | {q:>9} | {cmp['mean_ms'][name]:>9}")
+    print("ratios:")
+    for name, v in cmp["ratios"].items():
+        print(f"  {name:<42} {v}")
+
+
+def sparse_only(path: Path, n_queries: int | None, max_docs: int | None, rounds: int) -> dict:
+    """Only the sparse comparison (raw tantivy, the in-process Dispatcher, a stdio server): a couple of minutes."""
+    corpus, queries, _qrels = load_beir(path)
+    corpus = corpus[:max_docs] if max_docs else corpus
+    queries = queries[:n_queries] if n_queries else queries
+    print(f"SciFact: {len(corpus)} documents, {len(queries)} queries; sparse only", flush=True)
+    tmp = Path(tempfile.mkdtemp(prefix="ladr-retrieval-bench-"))
+    try:
+        slate_dir = write_slate(tmp / "scifact", corpus)
+        _res, _build, _qps, view = raw_tantivy(corpus, queries)
+        client, _ = start_server(slate_dir, None, dense=False)
+        try:
+            cmp = sparse_compare(view, queries, client, in_process_dispatcher(slate_dir), rounds)
+        finally:
+            client.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"documents": len(corpus), **cmp}
+
+
 def beir(path: Path, embedder_name: str | None) -> dict:
     from ladr_lab.slate import get_embedder
 
@@ -321,7 +449,9 @@ def beir(path: Path, embedder_name: str | None) -> dict:
         print("sparse speed, in turns ...", flush=True)
         http_proc, http_client = start_http(slate_dir)
         try:
-            speed = sparse_speed(view, queries, client, in_process_dispatcher(slate_dir), http_client)
+            dispatcher = in_process_dispatcher(slate_dir)
+            speed = sparse_speed(view, queries, client, dispatcher, http_client)
+            compare = sparse_compare(view, queries, client, dispatcher)
         finally:
             http_client.close()
             http_proc.terminate()
@@ -337,7 +467,8 @@ def beir(path: Path, embedder_name: str | None) -> dict:
         client.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"rows": rows, "documents": len(corpus), "queries": len(queries), "sparse_speed": speed}
+    return {"rows": rows, "documents": len(corpus), "queries": len(queries), "sparse_speed": speed,
+            "sparse_compare": compare}
 
 
 # --- similarTo ----------------------------------------------------------------------------------------
@@ -439,7 +570,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-beir", action="store_true")
     p.add_argument("--skip-similar", action="store_true")
     p.add_argument("--similar-files", type=int, default=SIM_FILES)
+    p.add_argument("--sparse-only", action="store_true",
+                   help="only raw tantivy against the server's sparse path (in process, stdio), a couple of minutes")
+    p.add_argument("--queries", type=int, default=None, help="with --sparse-only: the first N test queries")
+    p.add_argument("--max-docs", type=int, default=None, help="with --sparse-only: the first N documents")
+    p.add_argument("--rounds", type=int, default=5, help="with --sparse-only: rounds of turns")
+    p.add_argument("--out", type=Path, default=None, help="where the JSON goes (default: benchmarks/results/)")
     a = p.parse_args(argv)
+    if a.sparse_only:
+        return _sparse_only_main(a)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     embedder = a.embedder if a.embedder not in (None, "hashing") else (None if a.embedder == "hashing" else default_embedder())
@@ -457,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
             print_table(out["beir"]["rows"])
             print("\nsparse queries/s, measured in turns (k=100 unless said):",
                   ", ".join(f"{k} {v}" for k, v in out["beir"]["sparse_speed"].items()))
+            print_compare(out["beir"]["sparse_compare"])
     if not a.skip_similar:
         print(f"\nsimilarTo on {a.similar_files:,} files ...", flush=True)
         out["similar"] = similar_bench(a.similar_files)
@@ -474,8 +614,34 @@ def main(argv: list[str] | None = None) -> int:
     if "beir" in out and embedder != default_embedder():
         parts.append((embedder or "hashing").replace(":", "-").replace("/", "-"))
     name = "-".join(["retrieval", *parts]) + ".json"
-    (RESULTS / name).write_text(json.dumps(out, indent=2) + "\n")
-    print(f"\nsaved {RESULTS / name}")
+    path = a.out or RESULTS / name
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nsaved {path}")
+    return 0
+
+
+def _machine() -> dict:
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "when": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "commit": _git("rev-parse", "--short", "HEAD"), "dirty": bool(_git("status", "--porcelain", "ladr_lab")),
+            "load": os.getloadavg()}
+
+
+def _sparse_only_main(a) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    out: dict = {"machine": _machine(), "targets": {"in_process_k10_qps_ratio": 0.77, "stdio_k10_latency_ratio": 2.0}}
+    if not (a.data / "corpus.jsonl").exists():
+        print(f"BEIR data not found at {a.data}: nothing measured")
+    else:
+        out["sparse_compare"] = sparse_only(a.data, a.queries, a.max_docs, a.rounds)
+        print_compare(out["sparse_compare"])
+        out["verdicts"] = sparse_targets(out["sparse_compare"])
+        for name, v in out["verdicts"].items():
+            print(f"  {name}: {v}")
+    path = a.out or RESULTS / "retrieval-sparse.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"\nsaved {path}")
     return 0
 
 
@@ -496,6 +662,8 @@ def verdicts(out: dict) -> dict:
                 ratio = speed[way] / speed["raw"]
                 v[f"server sparse q/s >= raw/1.3 ({way})"] = \
                     f"{'PASS' if ratio >= TARGETS['server_sparse_qps_ratio'] else 'FAIL'} ({ratio:.2f})"
+    if out.get("beir", {}).get("sparse_compare"):
+        v.update(sparse_targets(out["beir"]["sparse_compare"]))
     if "similar" in out:
         sp = out["similar"]["warm_speedup"]
         v["warm similarTo >= 10x Folder.similar"] = f"{'PASS' if sp >= TARGETS['similar_speedup'] else 'FAIL'} ({sp}x)"

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "rejudge": ["--n", "40", "--repeat", "1"],
     "engine": ["--sizes", "100", "--reps", "1"],
+    "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
 }
 
 
@@ -27,3 +28,37 @@ def test_benchmark_runs_at_a_tiny_size(name, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(out.read_text())
     assert data, f"{name} wrote an empty result"
+
+
+def test_the_pipelined_stdio_client_finishes_past_a_pipe_buffer_of_requests(tmp_path):
+    """benchmarks/retrieval.py's pipelined client writes while it reads: written first and read after, more than
+    64 KiB of requests (and of answers) deadlocked it against the server."""
+    import importlib.util
+    import threading
+
+    spec = importlib.util.spec_from_file_location("bench_retrieval", ROOT / "benchmarks" / "retrieval.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from ladr_lab.server import RetrieveClient
+
+    folder = tmp_path / "S" / "docs"
+    folder.mkdir(parents=True)
+    for i in range(30):
+        (folder / f"d{i}.md").write_text(f"alpha beta gamma {i} " * 20, encoding="utf-8")
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT))
+    client = RetrieveClient.stdio([sys.executable, "-m", "ladr_lab", "serve", "--slate", f"S={tmp_path / 'S'}",
+                                   "--stdio", "--no-dense", "--no-chunks"], env=env)
+    try:
+        client.initialize()
+        queries = [(str(i), "alpha beta gamma " + "x" * 150) for i in range(600)]   # ~130 KiB of requests
+        done: list = []
+        t = threading.Thread(target=lambda: done.append(bench.pipelined_qps(client, queries, {"k": 10})), daemon=True)
+        t.start()
+        t.join(120)   # a liveness bound with a wide margin (it takes well under a second), not a speed test
+        assert done, "the pipelined client did not finish (deadlocked?)"
+        qps, got = done[0]
+        assert len(got) == 600 and all(len(got[i]["result"]["hits"]) == 10 for i in range(600))
+    finally:
+        if t.is_alive():
+            client._transport._proc.kill()
+        client.close()

@@ -142,16 +142,19 @@ class Watch:
         token = getattr(folder, "change_token", None)
         self._token_of = token if callable(token) else None
         self._token: Any = None
+        self._seen: Any = None   # the token moved() just read (taken by the mark() that follows it)
 
     def moved(self) -> bool:
         """True when something may have changed since the last `mark()` (always before the first)."""
+        self._seen = None
         if self._dirs is None or vector_cache(self._folder).version != self._version:
             return True
         if self._token_of is not None:
             # what the slate saw (its listing is kept current by inotify, or re-stated where it cannot be):
             # names added, removed or renamed, in-place writes, appends, same-size rewrites, .metatags.json;
             # the directory times below would add nothing
-            return self._token_of() != self._token
+            self._seen = self._token_of()   # kept for mark(), so a request reads it once
+            return self._seen != self._token
         if not self._dirs:
             return os.path.isdir(self._root)
         for path, mtime in self._dirs.items():
@@ -171,7 +174,8 @@ class Watch:
         self._version = cache.version
         self._cleared = cache.cleared
         if self._token_of is not None:
-            self._token = self._token_of()
+            seen, self._seen = self._seen, None
+            self._token = seen if seen is not None else self._token_of()
         old = self._dirs or {}
         self._dirs = _dir_mtimes(self._root)
         if first:

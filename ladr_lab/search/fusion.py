@@ -1,4 +1,4 @@
-"""Combining and re-ordering ranked lists: reciprocal-rank and weighted fusion, MMR, recency decay.
+"""Combining and re-ordering ranked lists: reciprocal-rank and weighted fusion, MMR, recency decay (and the metatag timestamps it reads).
 
 Ranked lists are `[(key, score)]`, best first. Every function is deterministic: ties are broken
 by key, so identical inputs give identical outputs (the `seed` guarantee needs nothing more).
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 RRF_K = 60
@@ -84,3 +85,24 @@ def sigmoid(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     z = math.exp(x)
     return z / (1.0 + z)
+
+
+def timestamp(value: Any) -> float | None:
+    """Seconds since the epoch of a metatag value: an ISO-8601 date/time, or a number of seconds (or ms)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    return None
+

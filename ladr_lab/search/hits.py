@@ -8,7 +8,9 @@ per-stage scores. `hits_json` writes the JSON without building dicts: the server
 """
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,14 +51,16 @@ def confidence(st: Mapping, mode: str, reranked: bool) -> float:
     dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
     return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
 
-def static_part(snap: Snapshot, key: str, unit: str, include_text: bool) -> tuple[dict, str, str] | None:
-    """The parts of a hit that depend only on the unit (and includeText): a dict, its JSON, and that JSON
-    without its opening brace; cached on the unit's record."""
+def static_part(snap: Snapshot, key: str, unit: str, include_text: bool,
+                fields: tuple | None = None) -> tuple[dict, str, str] | None:
+    """The parts of a hit that depend only on the unit (and includeText, and a `fields` selection): a dict,
+    its JSON, and that JSON without its opening brace; cached on the unit's record."""
     doc = snap.doc_of(key)
     if doc is None:
         return None
     rec = snap.chunks[key] if unit == "chunk" else doc
-    got = rec.frags.get(include_text)
+    cache_key = include_text if fields is None else (include_text, fields)
+    got = rec.frags.get(cache_key)
     if got is None:
         static: dict[str, Any] = {"id": key}
         if include_text:
@@ -65,16 +69,18 @@ def static_part(snap: Snapshot, key: str, unit: str, include_text: bool) -> tupl
         if unit == "chunk":
             chunk: Any = rec
             static["chunk"] = ReadOnlyDict(docId=chunk.doc_id, index=chunk.index, context=chunk.context)
+        if fields is not None:
+            static = {k: v for k, v in static.items() if k in fields}
         text = json.dumps(static, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         got = (static, text, text[1:])  # the last: ready to follow '{"score":...,' in a hit's JSON
-        rec.frags[include_text] = got
+        rec.frags[cache_key] = got
     return got
 
 def _rows(snap: Snapshot, page: list, unit: str, stages: dict, include_text: bool, mode: str,
-          reranked: bool | None):
+          reranked: bool | None, fields: tuple | None = None):
     """(static part, score, confidence, per-stage scores) for each hit of a page, in order."""
     for key, score in page:
-        fixed = static_part(snap, key, unit, include_text)
+        fixed = static_part(snap, key, unit, include_text, fields)
         if fixed is None:
             continue
         st = stages.get(key) or {}
@@ -89,12 +95,15 @@ def hit_dicts(snap: Snapshot, page: list, unit: str, stages: dict, req: Any, mod
     """The hits of a page as dicts of seed 002's Hit shape (`req` gives includeText / includeVector)."""
     include_text = req["include_text"] if isinstance(req, dict) else req.include_text
     include_vector = req["include_vector"] if isinstance(req, dict) else req.include_vector
+    fields = req.get("fields") if isinstance(req, dict) else req.fields
     out = []
-    for key, fixed, score, conf, scores in _rows(snap, page, unit, stages, include_text, mode, reranked):
+    for key, fixed, score, conf, scores in _rows(snap, page, unit, stages, include_text, mode, reranked, fields):
         hit = dict(fixed[0])
         hit.update(score=score, confidence=conf, scores=scores)
         if include_vector:
             hit["vector"] = unit_vector(snap, key, unit)
+        if fields is not None:
+            hit = {k: v for k, v in hit.items() if k in fields}
         out.append(hit)
     return out
 
@@ -102,10 +111,15 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
     """The same hits as `hit_dicts`, as a JSON array text, built without dicts (the server's hot path)."""
     include_text, include_vector = state["include_text"], state["include_vector"]
     mode, reranked = state["mode"], bool(state["reranked"])
+    fields = state.get("fields")
     records = snap.chunks if unit == "chunk" else snap.docs
-    if mode == "sparse" and not reranked and not include_vector and all(
-            len(stages.get(key, ())) == 1 for key, _ in page):
-        return _sparse_hits_json(snap, page, unit, include_text, records)
+    if mode == "sparse" and not reranked and (not include_vector or (fields is not None and "vector" not in fields)) \
+            and (state.get("plain") or all(len(stages.get(key, ())) == 1 for key, _ in page)) \
+            and all(map(math.isfinite, [s for _, s in page])):
+        return _sparse_hits_json(snap, page, unit, include_text, records, fields)
+    want = _Want(fields)
+    include_vector = include_vector and want.vector
+    frag_key = include_text if fields is None else (include_text, fields)
     parts, keys = [], []
     half = SPARSE_CONFIDENCE_HALF
     empty: dict = {}
@@ -113,7 +127,7 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         rec = records.get(key)
         if rec is None:
             continue
-        fixed: Any = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
+        fixed: Any = rec.frags.get(frag_key) or static_part(snap, key, unit, include_text, fields)
         st = stages.get(key, empty)
         r = _num(score)
         if len(st) == 1 and mode in st and not reranked:
@@ -131,28 +145,92 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         if include_vector:
             v = unit_vector(snap, key, unit)
             vec = ',"vector":' + ("null" if v is None else "[" + ",".join(_num(x) for x in v) + "]")
-        parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
+        if fields is None:
+            parts.append(f'{{"score":{r},"confidence":{conf!r},"scores":{{{sc}}}{vec},{fixed[2]}')
+        else:
+            head = [f'"score":{r}'] * want.score + [f'"confidence":{conf!r}'] * want.confidence \
+                + [f'"scores":{{{sc}}}'] * want.scores + [vec[1:]] * bool(vec)
+            parts.append("{" + "".join(h + "," for h in head) + fixed[2])
         keys.append(key)
     return "[" + ",".join(parts) + "]", keys
 
 
+class _Want:
+    """Which of the per-hit (non-static) fields a `fields` selection keeps (all of them when it is None)."""
 
-_SPARSE_HIT = '{{"score":{0},"confidence":{1!r},"scores":{{"sparse":{0}}},{2}'.format
+    __slots__ = ("confidence", "score", "scores", "vector")
+
+    def __init__(self, fields: tuple | None) -> None:
+        self.confidence = fields is None or "confidence" in fields
+        self.score = fields is None or "score" in fields
+        self.scores = fields is None or "scores" in fields
+        self.vector = fields is None or "vector" in fields
 
 
-def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict) -> tuple[str, list]:
+def _sparse_template(fields: tuple | None) -> str:
+    """The %-format of one plain sparse hit: its score, confidence and score again (those kept), then its
+    static tail. A score is written with 17 significant digits and a confidence with 6 decimals, in C: both
+    parse back to exactly the float that `repr` (and `round(c, 6)`) would write, at a fraction of the cost."""
+    want = _Want(fields)
+    head = ['"score":%.17g'] * want.score + ['"confidence":%.6f'] * want.confidence \
+        + ['"scores":{"sparse":%.17g}'] * want.scores
+    return "{" + "".join(h + "," for h in head) + "%s"
+
+
+_TEMPLATES: dict = {}   # (fields, hits on the page) -> the page's %-format, made once
+
+
+def _page_template(fields: tuple | None, n: int) -> str:
+    got = _TEMPLATES.get((fields, n))
+    if got is None:
+        got = "[" + ",".join([_sparse_template(fields)] * n) + "]"
+        if len(_TEMPLATES) < 4096:
+            _TEMPLATES[(fields, n)] = got
+    return got
+
+
+def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict,
+                      fields: tuple | None = None) -> tuple[str, list]:
     """`hits_json` for the commonest page: BM25 recall only (each hit's score is its only stage score).
-    The per-hit formatting runs through `map` so its loop stays in C."""
-    keys, tails, scores = [], [], []
-    for key, score in page:
-        rec = records.get(key)
-        if rec is None:
-            continue
-        fixed: Any = rec.frags.get(include_text) or static_part(snap, key, unit, include_text)
-        keys.append(key)
-        tails.append(fixed[2])
-        scores.append(score)
+    The work is done a page at a time: the static tails looked up in one pass, then one %-format of the
+    whole page (its template made once per page size and field selection), so no per-hit call is made."""
+    frag_key = include_text if fields is None else (include_text, fields)
+    keys = [key for key, _ in page if key in records]
+    if len(keys) < len(page):
+        page = [(key, s) for key, s in page if key in records]
+    scores = [float(s) for _, s in page]
+    frags = [records[key].frags for key in keys]
+    tails = [f[frag_key][2] if frag_key in f else static_part(snap, key, unit, include_text, fields)[2]  # type: ignore[index]
+             for f, key in zip(frags, keys, strict=True)]
+    want = _Want(fields)
     half = SPARSE_CONFIDENCE_HALF
-    confs = [round(x / (x + half), 6) if x > 0 else 0.0 for x in scores]
-    reprs = map(_num, scores)
-    return "[" + ",".join(map(_SPARSE_HIT, reprs, confs, tails)) + "]", keys
+    columns: list = []
+    if want.score:
+        columns.append(scores)
+    if want.confidence:
+        columns.append([x / (x + half) if x > 0 else 0.0 for x in scores])
+    if want.scores:
+        columns.append(scores)
+    columns.append(tails)
+    flat = tuple(itertools.chain.from_iterable(zip(*columns, strict=True)))
+    return _page_template(fields, len(keys)) % flat, keys
+
+
+_PLAIN_USAGE = {"candidates", "reranked", "latencyMs", "returned", "effective", "mode", "unit"}
+_REST = ('{"indexVersion":"%s",%s"usage":{"candidates":%d,"reranked":%d,"latencyMs":%r,"returned":%d,'
+         '"effective":%s,"mode":"%s","unit":"%s"}}')
+
+
+def rest_json(result: dict) -> str:
+    """The result without its hits as JSON text: for the commonest answer (usage without notes or tokens, every
+    string one this server made from a safe alphabet) one %-format, else `json.dumps`."""
+    usage = result["usage"]
+    eff = usage["effective"]
+    if usage.keys() == _PLAIN_USAGE and all(type(v) is int for v in eff.values()) \
+            and all(isinstance(v, str) and v.replace(".", "").replace("-", "").isalnum()
+                    for v in (result["indexVersion"], usage["mode"], usage["unit"], result.get("nextCursor", "x"))):
+        cursor = f'"nextCursor":"{result["nextCursor"]}",' if "nextCursor" in result else ""
+        effective = "{" + ",".join(f'"{k}":{v}' for k, v in eff.items()) + "}"
+        return _REST % (result["indexVersion"], cursor, usage["candidates"], usage["reranked"], usage["latencyMs"],
+                        usage["returned"], effective, usage["mode"], usage["unit"])
+    return json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))

@@ -25,7 +25,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
 from ..models.base import estimate_tokens
@@ -33,8 +32,8 @@ from . import fusion
 from .corpus import Corpus, Snapshot
 from .errors import InvalidRequestParams, OptionUnsupported
 from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
-from .hits import hit_dicts, hits_json, unit_text, unit_vector
-from .request import FUSIONS, TRANSFORMS, RetrieveRequest, load_request
+from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
+from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_request
 from .transform import apply_transform
 
 Progress = Callable[[int, int, str, list | None], None]
@@ -64,12 +63,13 @@ class EmbeddedEngine:
 
     def __init__(self, slates: Mapping[str, Any], *, dense: bool = True, chunks: bool = True, max_k: int = 1000,
                  reranker: Any = None, rerank_max: int = 200, transform_model: Any = None,
-                 keep_snapshots: int = 16) -> None:
+                 keep_snapshots: int = 16, sized_recall: bool = True) -> None:
         self.corpus = Corpus(dict(slates), dense=dense, chunks=chunks, keep=keep_snapshots)
         self.max_k = max_k
         self.reranker = reranker
         self.rerank_max = rerank_max
         self.transform_model = transform_model
+        self.sized_recall = sized_recall
         self.modes = ["sparse", "dense", "hybrid"] if dense else ["sparse"]
         self.units = ["document", "chunk"] if chunks else ["document"]
         self._sessions: OrderedDict[str, set] = OrderedDict()
@@ -126,6 +126,7 @@ class EmbeddedEngine:
                 "recency": True,
                 "minScore": True,
                 "embedder": getattr(embedder, "name", None),
+                "fields": list(HIT_FIELDS),
             },
             "rerank": {"methods": [self.reranker.method] if self.reranker is not None else [],
                        "model": getattr(self.reranker, "model", None), "maxCandidates": self.rerank_max},
@@ -216,10 +217,28 @@ class EmbeddedEngine:
                              "which may answer differently each time: seed cannot fix it")
 
         stages: dict[str, dict] = {}  # per candidate: its score at each stage
-        ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
+        # Recall sized by need: when no stage after recall reorders the list or drops hits from inside it
+        # (one sparse list, no rerank, recency, session dedup or MMR; minScore only cuts a tail), the first
+        # k + 1 candidates decide the page and whether a next one exists; a cursor recalls further as it pages.
+        sized = (self.sized_recall and mode == "sparse" and len(queries) == 1 and rerank is None
+                 and req.recency is None and req.session is None and not use_mmr)
+        extend: Callable[..., tuple[list, int]] | None = None
+        if sized and k + 1 < cand:
+            def recall_more(at: Snapshot, n: int, into: dict, q: str = queries[0],
+                            floor: float | None = req.min_score) -> tuple[list, int]:
+                """The first `n` candidates (minScore applied), their stages put in `into`; and how many
+                recall found (fewer than `n`: it is exhausted)."""
+                got = self._recall(at, [q], mode, unit, n, pred, None, into)
+                return (got if floor is None else [(key, s) for key, s in got if s >= floor]), len(got)
+            ranked = self._recall(snap, queries, mode, unit, k + 1, pred, req.fusion, stages)
+            if len(ranked) > k:
+                extend = recall_more   # else recall is exhausted: nothing further to page to
+        else:
+            ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
+        recalled = len(ranked)
         # usage.candidates: the distinct candidates the funnel carries on (after fusion, at most candidateK),
         # not the sum of the recall lists (hybrid recalls up to candidateK from each, then fuses to candidateK)
-        candidates = len(ranked)
+        candidates = recalled
         if progress is not None:
             progress(1, total, f"{mode} recall: {len(ranked)} candidates",
                      hit_dicts(snap, ranked[:k], unit, stages, req, mode, None))
@@ -250,7 +269,9 @@ class EmbeddedEngine:
         state = {"snap": snap.version, "ranked": ranked, "stages": stages, "unit": unit, "mode": mode,
                  "k": k, "token_budget": req.token_budget, "include_text": req.include_text,
                  "include_vector": req.include_vector, "session": req.session, "reranked": rerank is not None,
-                 "offset": len(page), "as_json": as_json}
+                 "offset": len(page), "as_json": as_json, "fields": req.fields, "extend": extend, "cand": cand,
+                 "plain": mode == "sparse" and len(queries) == 1 and rerank is None and req.recency is None,
+                 "recalled": recalled}
         result = self._result(snap, page, state, req, notes, t0, candidates=candidates, reranked=reranked,
                               effective={"k": k, "candidateK": cand, **({"topN": top_n} if top_n else {})})
         if rewritten is not None:
@@ -368,7 +389,7 @@ class EmbeddedEngine:
         out = []
         for key, s in ranked:
             doc = snap.doc_of(key)
-            when = _timestamp(doc.meta.get(opts["field"])) if doc is not None else None
+            when = fusion.timestamp(doc.meta.get(opts["field"])) if doc is not None else None
             if when is None:
                 missing += 1
                 factor = 1.0
@@ -445,8 +466,7 @@ class EmbeddedEngine:
             usage["notes"] = notes
         result["usage"] = usage
         if state.get("as_json"):
-            rest = json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            return '{"hits":' + hits_text + "," + rest[1:]
+            return '{"hits":' + hits_text + "," + rest_json(result)[1:]
         return {"hits": hits, **result}
 
     def _save_cursor(self, state: dict) -> str:
@@ -463,8 +483,17 @@ class EmbeddedEngine:
         if state is None:
             raise InvalidRequestParams(f'cursor "{req.cursor}" is unknown or expired')
         snap = self.corpus.snapshot(state["snap"])
-        state = dict(state, as_json=as_json)
+        state = dict(state, as_json=as_json, fields=req.fields if req.fields is not None else state.get("fields"))
         ranked = state["ranked"]
+        extend = state.get("extend")
+        want = min(state["offset"] + state["k"] + 1, state["cand"])
+        if extend is not None and state["recalled"] < want:
+            # sized recall (see _retrieve): recall far enough for this page and the question of a next one
+            stages = dict(state["stages"])
+            ranked, found = extend(snap, want, stages)
+            state.update(ranked=ranked, stages=stages, recalled=found,
+                         extend=extend if found == want < state["cand"] else None)
+
         if state["session"] is not None:
             seen = self._seen(state["session"])
             ranked = ranked[: state["offset"]] + [(key, s) for key, s in ranked[state["offset"]:] if key not in seen]
@@ -478,24 +507,3 @@ class EmbeddedEngine:
 def snap_time(snap: Snapshot) -> float:
     """The time recency is measured from: when the snapshot was made (so results do not drift)."""
     return getattr(snap, "made_at", None) or time.time()
-
-
-def _timestamp(value: Any) -> float | None:
-    """Seconds since the epoch of a metatag value: an ISO-8601 date/time, or a number of seconds (or ms)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value) / 1000.0 if value > 1e11 else float(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z"):
-            text = text[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(text)
-        except ValueError:
-            return None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
-        return dt.timestamp()
-    return None
-

@@ -20,8 +20,11 @@ TRANSFORMS = ("rewrite", "hyde", "multi-query", "decompose")
 UNITS = ("chunk", "document", "node", "triplet", "path", "subgraph", "community", "tree-node", "page")
 KNOWN = {"query", "k", "mode", "modality", "candidateK", "fusion", "rerank", "mmr", "transform", "filter",
          "minScore", "recency", "unit", "level", "tokenBudget", "session", "includeText", "includeVector",
-         "seed", "indexVersion", "strict", "cursor", "_meta"}
+         "seed", "indexVersion", "strict", "cursor", "fields", "_meta"}
 MAX_QUERY_CHARS = 100_000
+# the Hit shape's fields a `fields` selection may name, in the order a hit is written (`id` always comes)
+HIT_FIELDS = ("score", "confidence", "scores", "vector", "id", "text", "modality", "unit", "level", "meta",
+              "citation", "trust", "chunk")
 
 
 @dataclass
@@ -50,6 +53,7 @@ class RetrieveRequest:
     index_version: str | None = None
     strict: bool = True
     cursor: str | None = None
+    fields: tuple[str, ...] | None = None
     progress_token: Any = None
     non_text_query: bool = False
     unknown: list[str] = field(default_factory=list)
@@ -108,6 +112,20 @@ def _show(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _fields(v: Any) -> tuple[str, ...] | None:
+    """A `fields` selection as the hit fields it keeps, in HIT_FIELDS order (`id` always); None: every field."""
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(isinstance(f, str) for f in v):
+        raise InvalidRequestParams(f"fields must be an array of hit field names (got {_show(v)})")
+    unknown = sorted(set(v) - set(HIT_FIELDS))
+    if unknown:
+        raise InvalidRequestParams(f'fields: unknown hit field(s) {", ".join(map(repr, unknown))}; '
+                                   f'known: {", ".join(HIT_FIELDS)}')
+    keep = set(v) | {"id"}
+    return tuple(f for f in HIT_FIELDS if f in keep)
+
+
 def _query(q: Any) -> tuple[str, bool]:
     """The query text, and whether a non-text content block was part of it."""
     if isinstance(q, str):
@@ -160,6 +178,7 @@ def load_request(params: Any) -> RetrieveRequest:
     req.index_version = _str(params, "indexVersion")
     req.strict = _bool(params, "strict", True)
     req.cursor = _str(params, "cursor")
+    req.fields = _fields(params.get("fields"))
 
     fusion = params.get("fusion")
     if fusion is not None:

@@ -14,6 +14,7 @@ into words first, so no query syntax (fields, quotes, +/-) can be injected throu
 """
 from __future__ import annotations
 
+import operator
 import re
 import threading
 from collections.abc import Hashable, Iterable
@@ -48,7 +49,9 @@ class SparseView:
             query = self._index.parse_query(" ".join(words), ["body"])
         except ValueError:
             return []
-        fetch = limit if allowed is None else min(self.num_docs, max(4 * limit, 64))
+        # one more than asked, so a tie across the cut is seen: tantivy breaks ties by its own document
+        # order, and the promise is ties by key, so the first `limit` must not depend on `limit` itself
+        fetch = min(self.num_docs, limit + 1 if allowed is None else max(4 * limit, 64))
         while True:
             hits = self._searcher.search(query, fetch, count=False).hits
             uids = self._searcher.fast_field_values("uid", [addr for _, addr in hits])
@@ -58,8 +61,10 @@ class SparseView:
                 key = keys.get(uid)
                 if key is not None and (allowed is None or key in allowed):
                     out.append((key, float(score)))
-            if allowed is None or len(out) >= limit or len(hits) < fetch or fetch >= self.num_docs:
-                break
+            if len(hits) < fetch or fetch >= self.num_docs:
+                break   # everything that matches is here
+            if len(out) >= limit and float(hits[-1][0]) < out[limit - 1][1]:
+                break   # what was not fetched scores below the cut: no tie across it
             fetch = min(self.num_docs, fetch * 4)
         return _ties_by_key(out)[:limit]
 
@@ -67,6 +72,9 @@ class SparseView:
 def _ties_by_key(ranked: list) -> list:
     """`ranked` (already best first, as tantivy returns it) with equal scores ordered by key; a filtered
     fetch is re-sorted whole."""
+    scores = [s for _, s in ranked]
+    if len(set(scores)) == len(scores) and all(map(operator.ge, scores, scores[1:])):
+        return ranked   # no ties, already in order: the commonest case, checked in C
     for i in range(1, len(ranked)):
         if ranked[i][1] > ranked[i - 1][1]:
             return sorted(ranked, key=lambda t: (-t[1], str(t[0])))

@@ -8,7 +8,10 @@
     [h["id"] for h in res["hits"]]
 
 Keyword arguments are the protocol's parameters, in camelCase or snake_case (`candidate_k`,
-`index_version`, `min_score`, ...). A JSON-RPC error raises `RetrieveError` with its `code`.
+`index_version`, `min_score`, ...), and this server's `fields` (the hit fields to return, e.g.
+`fields=["score"]`: fewer bytes to write and parse; see docs/server.md). A JSON-RPC error raises
+`RetrieveError` with its `code`. A batch goes as one line and the server reads the whole line before it
+answers, so a batch past a pipe's buffer cannot deadlock the stdio transport.
 """
 from __future__ import annotations
 
@@ -147,6 +150,9 @@ def _sse_events(resp: Any):
         yield "\n".join(data)
 
 
+_RESPONSE_HEAD = b'{"jsonrpc":"2.0","id":'   # how this server writes every response; others are parsed to tell
+
+
 class _StdioTransport(_Transport):
     def __init__(self, command: Sequence[str], env: dict | None, cwd: str | None) -> None:
         self._proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -176,6 +182,8 @@ class _StdioTransport(_Transport):
                 if not line:
                     raise RetrieveError("the server process closed its output")
                 text = line.decode("utf-8")
+                if not raw and line.startswith(_RESPONSE_HEAD):
+                    return text   # a response (a notification has no id): parsed once, by the caller
                 obj = json.loads(text)
                 if isinstance(obj, dict) and "method" in obj and "id" not in obj:
                     on_message(obj)

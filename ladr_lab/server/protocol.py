@@ -80,8 +80,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def wire_safe(text: str) -> str:
     """JSON text that encodes as UTF-8: a lone surrogate (valid in JSON as an escape, and echoed back from a
     request as an id, a method, a name or a value) is written as its `\\uXXXX` escape, never raw."""
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if text.isascii():
         return text
+    try:
+        text.encode("utf-8")   # fails only on a lone surrogate; in C, several times quicker than the search
+        return text
+    except UnicodeEncodeError:
+        pass
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -118,6 +118,22 @@ def test_batch(client):
     assert isinstance(got[2], RetrieveError) and got[2].code == -32601
 
 
+def test_the_client_passes_a_field_selection(client):
+    assert "score" in client.initialize()["capabilities"]["retrieve"]["fields"]
+    res = client.retrieve("transformer attention", k=3, fields=["score"])
+    assert res["hits"] and all(set(h) == {"id", "score"} for h in res["hits"])
+    with pytest.raises(RetrieveError) as err:
+        client.retrieve("transformer", fields=["scroe"])
+    assert err.value.code == -32602 and "scroe" in err.value.message
+
+
+def test_a_batch_past_a_pipe_buffer_is_answered(client):
+    # one line of over 64 KiB out, and more than 64 KiB back: the server reads the whole line before it answers
+    calls = [("retrieve", {"query": "transformer attention " + "q" * 300, "k": 5}) for _ in range(300)]
+    out = client.batch(calls)
+    assert len(out) == 300 and all(isinstance(r, dict) and r["hits"] for r in out)
+
+
 def test_progress_notifications(client):
     notes = []
     res = client.retrieve("transformer", k=2, on_progress=notes.append)
