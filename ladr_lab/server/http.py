@@ -34,7 +34,7 @@ from .asgi import DISCARD_FACTOR, PATHS, RpcApp
 from .limits import Limits, limited_protocol
 from .protocol import Dispatcher
 
-__all__ = ["Admission", "DISCARD_FACTOR", "HttpServer", "Limits", "PATHS", "host_name"]
+__all__ = ["Admission", "DISCARD_FACTOR", "HttpServer", "Limits", "PATHS", "accept_backlog", "host_name"]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -104,13 +104,14 @@ class HttpServer:
             allow_hosts = (*allow_hosts, host)
         admission = Admission(allow_hosts, allow_origins)
         self.limits = limits if limits is not None else Limits(**limit_args)
-        self._sock = _listen(host or "0.0.0.0", port)
+        backlog = accept_backlog(self.limits.max_connections)
+        self._sock = _listen(host or "0.0.0.0", port, backlog)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="ladr-serve-worker")
         config = uvicorn.Config(
             RpcApp(dispatcher, token, admission, self._pool), http=limited_protocol(self.limits), ws="none",
             lifespan="off", interface="asgi3", loop="asyncio", log_config=None, log_level="error", access_log=False,
             server_header=False, headers=[("server", "ladr-lab-serve")],
-            timeout_keep_alive=self.limits.keepalive_timeout, timeout_graceful_shutdown=2)
+            timeout_keep_alive=self.limits.keepalive_timeout, timeout_graceful_shutdown=2, backlog=backlog)
         self._server = _server_class()(config)
         self._thread: threading.Thread | None = None
         self._address = self._sock.getsockname()[:2]
@@ -155,14 +156,25 @@ class HttpServer:
         self.shutdown()
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def accept_backlog(max_connections: int) -> int:
+    """The listen backlog, which is also how many connections asyncio accepts in one go before any is
+    looked at: small enough that `max_connections` plus one such burst stays under the descriptor limit."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return 2048
+    return max(16, min(2048, (soft - max_connections - 64) // 2))
+
+
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
     """A listening TCP socket on (host, port), bound now so port 0 has its real number at once."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)   # proto TCP: asyncio sets TCP_NODELAY
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(1024)
+        sock.listen(backlog)
         sock.setblocking(False)
     except OSError:
         sock.close()

@@ -14,6 +14,7 @@ Tested against uvicorn 0.30-0.54 internals (tests/server/test_http_limits.py gua
 """
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,7 @@ def limited_protocol(limits: Limits) -> type:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     busy_answer = _raw(503, "Service Unavailable", _BUSY_BODY, f"retry-after: {limits.retry_after}\r\n")
+    lingering: set[Any] = set()   # refused connections still reading; at most max_connections of them
     timeout_answer = _raw(408, "Request Timeout", b'{"error":"the request was not sent in time"}')
 
     class LimitedH11Protocol(H11Protocol):
@@ -60,6 +62,10 @@ def limited_protocol(limits: Limits) -> type:
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                # headers and body go out in separate writes: no 40 ms delayed-ACK stall on keep-alive
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             now = self.loop.time()
             self._rejected = False
             self._timer: Any = None
@@ -80,8 +86,11 @@ def limited_protocol(limits: Limits) -> type:
             """Answer 503 now, stop writing, and drop what the client sends until it closes (or a second)."""
             self._rejected = True
             self.transport.write(busy_answer)
-            if self.transport.can_write_eof():
-                self.transport.write_eof()
+            if len(lingering) >= limits.max_connections or not self.transport.can_write_eof():
+                self.transport.close()   # a flood of refusals: no lingering for these
+                return
+            self.transport.write_eof()
+            lingering.add(self)
             self._timer = self.loop.call_later(REJECT_LINGER, self.transport.close)
 
         def _current_phase(self) -> str:
@@ -153,6 +162,7 @@ def limited_protocol(limits: Limits) -> type:
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            lingering.discard(self)
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
