@@ -86,8 +86,8 @@ class RpcApp:
             return
         length = int(headers["content-length"])   # h11 has already refused a malformed length with 400
         if length > limit:
-            answer = to_json(too_large(limit, length)).encode("utf-8")
-            await reply.send(413, answer, close=length > DISCARD_FACTOR * limit)
+            refusal = to_json(too_large(limit, length)).encode("utf-8")
+            await reply.send(413, refusal, close=length > DISCARD_FACTOR * limit)
             return
         body = await _read_body(receive)
         if body is None:
@@ -96,7 +96,7 @@ class RpcApp:
             await self._stream(body, reply)
             return
         loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self.pool, self.dispatcher.handle_text, body)
+        answer: str | None = await loop.run_in_executor(self.pool, lambda: self.dispatcher.handle_text(body))
         if answer is None:
             await reply.send(202)
         else:
@@ -114,7 +114,7 @@ class RpcApp:
                 pass
 
         await reply.start(200, "text/event-stream", extra={"cache-control": "no-cache"}, close=True)
-        work = loop.run_in_executor(self.pool, self.dispatcher.handle_text, body, notify)
+        work = loop.run_in_executor(self.pool, lambda: self.dispatcher.handle_text(body, notify))
         work.add_done_callback(lambda _: events.put_nowait(None))   # after every notification already queued
         while (chunk := await events.get()) is not None:
             await reply.body(chunk, more=True)

@@ -26,6 +26,7 @@ dispatcher runs on a pool of `workers` threads, never on the event loop.
 """
 from __future__ import annotations
 
+import math
 import socket
 import threading
 from typing import Any
@@ -111,7 +112,8 @@ class HttpServer:
             RpcApp(dispatcher, token, admission, self._pool), http=limited_protocol(self.limits), ws="none",
             lifespan="off", interface="asgi3", loop="asyncio", log_config=None, log_level="error", access_log=False,
             server_header=False, headers=[("server", "ladr-lab-serve")],
-            timeout_keep_alive=self.limits.keepalive_timeout, timeout_graceful_shutdown=2, backlog=backlog)
+            # limits.py closes idle keep-alive connections on time; uvicorn's own (whole-second) timer is a backstop
+            timeout_keep_alive=math.ceil(self.limits.keepalive_timeout), timeout_graceful_shutdown=2, backlog=backlog)
         self._server = _server_class()(config)
         self._thread: threading.Thread | None = None
         self._address = self._sock.getsockname()[:2]

@@ -60,7 +60,7 @@ def limited_protocol(limits: Limits) -> type:
     class LimitedH11Protocol(H11Protocol):
         """An h11 connection with a phase, a deadline for it, and a place in the connection limit."""
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             sock = transport.get_extra_info("socket")
             if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -73,7 +73,7 @@ def limited_protocol(limits: Limits) -> type:
             self._since = now
             self._head_start: float | None = now   # a new connection's header clock starts when it opens
             self._quiet = True                       # nothing received in this wait phase yet
-            live = [c for c in self.connections if not getattr(c, "_rejected", True)]
+            live: list[Any] = [c for c in self.connections if not getattr(c, "_rejected", True)]
             if len(live) > limits.max_connections:
                 idle = [c for c in live if c is not self and c._current_phase() == "wait"]
                 if not idle:
