@@ -9,8 +9,8 @@ slate; this process (its own limit raised) is the client. Per server:
 - with --idle idle TCP connections open (nothing sent): a new client's ping latency (5 s timeout, the
   issue's 1,025 idle connections exhaust the old server's descriptors), and the child's threads and
   open descriptors (/proc/PID) at rest, under the flood, and 2 s after the flood closes.
-The old server is `git show main~N:ladr_lab/server/http.py` for the commit given by --old-ref (default:
-the last commit whose http.py was the http.server one), loaded as `ladr_lab.server._old_http`.
+The old server is `git show REF:ladr_lab/server/http.py` for --old-ref (default: the last commit whose
+http.py was the http.server one), loaded as `ladr_lab.server._old_http`.
 Writes benchmarks/results/server_http.json.
 """
 from __future__ import annotations

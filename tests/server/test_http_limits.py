@@ -104,6 +104,25 @@ def test_an_idle_flood_past_the_limit_does_not_lock_out_a_client_and_resources_c
     assert now[0] <= rest[0] and now[1] <= rest[1], (rest, now)
 
 
+def test_at_the_limit_the_connection_idle_longest_is_closed_first(dispatcher):
+    with HttpServer(dispatcher, limits=Limits(max_connections=2, header_timeout=5, keepalive_timeout=5)) as s:
+        oldest = _raw(s)                              # nothing sent, opened first
+        time.sleep(0.1)
+        host, port = s.address
+        kept = http.client.HTTPConnection(host, port, timeout=5)   # idle keep-alive, more recent
+        kept.request("POST", "/", body=PING, headers=JSON)
+        kept.getresponse().read()
+        try:
+            assert _ping(s)[0] == 200                 # a third connection: the oldest makes room
+            got, closed = _read_until_closed(oldest, 2)
+            assert closed and got == b""
+            kept.request("POST", "/", body=PING, headers=JSON)   # the keep-alive one still answers
+            assert kept.getresponse().status == 200
+        finally:
+            oldest.close()
+            kept.close()
+
+
 def test_idle_connections_are_closed_after_the_header_timeout(fast):
     idle = _raw(fast)
     got, closed = _read_until_closed(idle, 3)
