@@ -34,6 +34,19 @@ def _token(a) -> str | None:
     return a.token or os.environ.get("LADR_SERVE_TOKEN") or None
 
 
+def _limits(a):
+    """The HTTP server's bounds from the options (checked before any indexing)."""
+    from ..server.limits import Limits
+
+    if a.workers < 1:
+        raise SystemExit("ladr-lab: --workers must be at least 1")
+    try:
+        return Limits(max_connections=a.max_connections, header_timeout=a.header_timeout,
+                      body_timeout=a.body_timeout, keepalive_timeout=a.keepalive_timeout)
+    except ValueError as exc:
+        raise SystemExit(f"ladr-lab: {exc}") from None
+
+
 def build_engine(a):
     """The engine `serve` runs, from its command-line options."""
     from ..models import get_model
@@ -60,6 +73,7 @@ def cmd_serve(a) -> int:
     from ..server import Dispatcher, HttpServer, serve_stdio
 
     address = None if a.stdio else _host_port(a.http)   # a bad --http fails before minutes of indexing
+    limits = None if a.stdio else _limits(a)
     token = None if a.stdio else _token(a)
     engine = build_engine(a)
     version = engine.warm()
@@ -79,7 +93,8 @@ def cmd_serve(a) -> int:
     if host in ("0.0.0.0", "::") and not a.allow_host:
         print("ladr-lab serve: note: only requests whose Host is 127.0.0.1, localhost or [::1] are answered; "
               "add --allow-host NAME for the names clients use", file=sys.stderr)
-    server = HttpServer(dispatcher, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin)
+    server = HttpServer(dispatcher, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
+                        limits=limits, workers=a.workers)
     print(f"ladr-lab serve: listening on {server.url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
@@ -113,4 +128,16 @@ def add_parser(sub) -> None:
     s.add_argument("--keep-snapshots", type=int, default=16, help="index versions kept for indexVersion (16)")
     s.add_argument("--max-request-bytes", type=int, default=1024 * 1024,
                    help="the largest message (a request or a batch) answered; larger ones get -32600 (1 MiB)")
+    http = s.add_argument_group("HTTP limits (docs/server.md)")
+    http.add_argument("--max-connections", type=int, default=256, metavar="N",
+                      help="connections held at once; past it the longest idle one is closed, "
+                           "or a new client gets 503 when all are busy (256)")
+    http.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                      help="a request's head must arrive within this, else the connection is closed (10)")
+    http.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                      help="a request's body must arrive within this after its head, else 408 (30)")
+    http.add_argument("--keepalive-timeout", type=float, default=5.0, metavar="SECONDS",
+                      help="an idle keep-alive connection is closed after this (5)")
+    http.add_argument("--workers", type=int, default=4, metavar="N",
+                      help="threads answering requests; more requests wait for one (4)")
     s.set_defaults(fn=cmd_serve)

@@ -17,18 +17,26 @@ one, get `403`; a request without `Origin` (a non-browser client) passes. A `POS
 `application/json` (a charset parameter allowed), else `415`. Every refusal (403, 404, 401, 415, ...)
 reads and drops the request's body (or closes the connection when it is too large or has no length),
 so the next request on a keep-alive connection is read from its own first byte.
+
+The server is uvicorn (its pure-Python h11 protocol) running `asgi.RpcApp`, bounded by `limits.Limits`:
+at most `max_connections` connections (the one idle longest is closed to admit a new one; when all are
+busy a new client gets `503` with `Retry-After` at once), request heads within `header_timeout`, bodies
+within `body_timeout` (else `408`), idle keep-alive connections closed after `keepalive_timeout`. The
+dispatcher runs on a pool of `workers` threads, never on the event loop.
 """
 from __future__ import annotations
 
-import hmac
-import json
+import math
+import socket
 import threading
 from typing import Any
 
-from .protocol import Dispatcher, to_json, too_large, wire_bytes
+from .asgi import DISCARD_FACTOR, PATHS, RpcApp
+from .limits import Limits, limited_protocol
+from .protocol import Dispatcher
 
-DISCARD_FACTOR = 16
-PATHS = ("/", "/rpc")
+__all__ = ["Admission", "DISCARD_FACTOR", "HttpServer", "Limits", "PATHS", "accept_backlog", "host_name"]
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -66,228 +74,111 @@ class Admission:
         return bool(sep) and scheme in ("http", "https") and host_name(authority) in LOOPBACK_HOSTS
 
 
-def _handler_class(dispatcher: Dispatcher, token: str | None, admission: Admission) -> type:
-    """The request handler class, bound to a dispatcher, token and admission (http.server is imported only here)."""
-    from http.server import BaseHTTPRequestHandler
+def _server_class() -> type:
+    """uvicorn's Server, which on shutdown also closes the connections still open after the grace period."""
+    import asyncio
 
-    class _Handler(BaseHTTPRequestHandler):
-        server_version = "ladr-lab-serve"
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
-        dispatcher: Dispatcher
-        token: str | None
-        admission: Admission
+    import uvicorn
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass  # quiet: standard error is for the operator's messages
+    class _Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            await super().shutdown(sockets)
+            for connection in list(self.server_state.connections):   # past the grace period: close them
+                connection.transport.close()
+            for _ in range(3):   # let the transports' connection_lost callbacks run before the loop closes
+                await asyncio.sleep(0)
 
-        def _send(self, code: int, body: bytes = b"", ctype: str = "application/json", extra: dict | None = None) -> None:
-            self.send_response(code)
-            if body or code != 204:
-                self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in (extra or {}).items():
-                self.send_header(k, v)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if body:
-                self.wfile.write(body)
-
-        def _authorised(self) -> bool:
-            if not self.token:
-                return True
-            got = self.headers.get("Authorization", "")
-            return hmac.compare_digest(got.encode(), f"Bearer {self.token}".encode())
-
-        def _refuse(self, code: int, message: str, extra: dict | None = None) -> None:
-            """Answer an early refusal, first dropping the request's body so the connection stays in step."""
-            self._drain()
-            self._send(code, json.dumps({"error": message}).encode("utf-8"), extra=extra)
-
-        def _drain(self) -> None:
-            """Read and drop the body (at most DISCARD_FACTOR times the size limit), else close the connection."""
-            if self.headers.get("Transfer-Encoding") is not None:
-                self.close_connection = True   # chunked bodies are not read: never guess where they end
-                return
-            raw = self.headers.get("Content-Length")
-            if raw is None:
-                return
-            try:
-                length = int(raw)
-            except ValueError:
-                length = -1
-            if not 0 <= length <= DISCARD_FACTOR * self.dispatcher.max_request_bytes:
-                self.close_connection = True
-                return
-            left = length
-            while left > 0:
-                got = self.rfile.read(min(left, 1 << 16))
-                if not got:
-                    self.close_connection = True
-                    break
-                left -= len(got)
-
-        def _admitted(self) -> bool:
-            """Check Host and Origin (DNS rebinding, foreign pages); refuse with 403 when either is foreign."""
-            if not self.admission.host_allowed(self.headers.get("Host")):
-                self._refuse(403, "this Host is not allowed (see --allow-host)")
-                return False
-            if not self.admission.origin_allowed(self.headers.get("Origin")):
-                self._refuse(403, "this Origin is not allowed (see --allow-origin)")
-                return False
-            return True
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if not self._admitted():
-                return
-            self._drain()
-            if self.path == "/health":
-                self._send(200, b'{"ok":true}')
-            else:
-                self._send(405, b'{"error":"use POST with a JSON-RPC message"}', extra={"Allow": "POST"})
-
-        def do_POST(self) -> None:  # noqa: N802
-            if not self._admitted():
-                return
-            if self.path.split("?", 1)[0] not in PATHS:
-                self._refuse(404, "not found")
-                return
-            if not self._authorised():
-                self._refuse(401, "missing or wrong bearer token", extra={"WWW-Authenticate": "Bearer"})
-                return
-            ctype = self.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-            if ctype != "application/json":
-                self._refuse(415, "the body must be application/json")
-                return
-            if self.headers.get("Transfer-Encoding") is not None:
-                self._refuse(411, "Content-Length required (chunked bodies are not read)")
-                return
-            try:
-                length = int(self.headers.get("Content-Length", ""))
-            except ValueError:
-                self.close_connection = True   # where the body ends is unknown: do not read on
-                self._send(411, b'{"error":"Content-Length required"}')
-                return
-            limit = self.dispatcher.max_request_bytes
-            if length < 0 or length > limit:
-                self._refuse_large(length, limit)
-                return
-            body = self.rfile.read(length)
-            if "text/event-stream" in self.headers.get("Accept", "") and _wants_progress(body):
-                self._stream(body)
-                return
-            answer = self.dispatcher.handle_text(body)
-            if answer is None:
-                self._send(202)
-            else:
-                self._send(200, wire_bytes(answer))
-
-        def _refuse_large(self, length: int, limit: int) -> None:
-            body = to_json(too_large(limit, length if length >= 0 else None)).encode("utf-8")
-            if 0 <= length <= DISCARD_FACTOR * limit:
-                left = length
-                while left > 0:   # read and drop it, so the next request on this connection is read right
-                    got = self.rfile.read(min(left, 1 << 16))
-                    if not got:
-                        break
-                    left -= len(got)
-            else:
-                self.close_connection = True
-            self._send(413, body)
-
-        def _stream(self, body: bytes) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-            lock = threading.Lock()
-
-            def event(text: str) -> None:
-                with lock:
-                    self.wfile.write(b"event: message\ndata: " + wire_bytes(text) + b"\n\n")
-                    self.wfile.flush()
-
-            def notify(msg: dict) -> None:
-                try:
-                    event(to_json(msg))
-                except OSError:
-                    pass
-
-            answer = self.dispatcher.handle_text(body, notify)
-            if answer is not None:
-                try:
-                    event(answer)
-                except OSError:
-                    pass
-
-    _Handler.dispatcher = dispatcher
-    _Handler.token = token
-    _Handler.admission = admission
-    return _Handler
-
-
-def _wants_progress(body: bytes) -> bool:
-    try:
-        msg = json.loads(body)
-    except (ValueError, RecursionError):
-        return False
-    msgs = msg if isinstance(msg, list) else [msg]
-    for m in msgs:
-        params = m.get("params") if isinstance(m, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and meta.get("progressToken") is not None:
-            return True
-    return False
+    return _Server
 
 
 class HttpServer:
-    """A threaded HTTP server for a Dispatcher; `start()` in a thread or `serve_forever()`."""
+    """A bounded HTTP server for a Dispatcher (uvicorn under `RpcApp`); `start()` in a thread or `serve_forever()`."""
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 allow_hosts: tuple[str, ...] | list[str] = (), allow_origins: tuple[str, ...] | list[str] = ()) -> None:
-        from http.server import ThreadingHTTPServer
+                 allow_hosts: tuple[str, ...] | list[str] = (), allow_origins: tuple[str, ...] | list[str] = (),
+                 limits: Limits | None = None, workers: int = 4, **limit_args: Any) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        import uvicorn
 
         if host not in ("", "0.0.0.0", "::"):   # the bound name is the Host its clients send
             allow_hosts = (*allow_hosts, host)
         admission = Admission(allow_hosts, allow_origins)
-        self._httpd = ThreadingHTTPServer((host, port), _handler_class(dispatcher, token, admission))
-        self._httpd.daemon_threads = True
+        self.limits = limits if limits is not None else Limits(**limit_args)
+        backlog = accept_backlog(self.limits.max_connections)
+        self._sock = _listen(host or "0.0.0.0", port, backlog)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="ladr-serve-worker")
+        config = uvicorn.Config(
+            RpcApp(dispatcher, token, admission, self._pool), http=limited_protocol(self.limits), ws="none",
+            lifespan="off", interface="asgi3", loop="asyncio", log_config=None, log_level="error", access_log=False,
+            server_header=False, headers=[("server", "ladr-lab-serve")],
+            # limits.py closes idle keep-alive connections on time; uvicorn's own (whole-second) timer is a backstop
+            timeout_keep_alive=math.ceil(self.limits.keepalive_timeout), timeout_graceful_shutdown=2, backlog=backlog)
+        self._server = _server_class()(config)
         self._thread: threading.Thread | None = None
+        self._address = self._sock.getsockname()[:2]
 
     @property
     def address(self) -> tuple[str, int]:
         """(host, port) actually bound."""
-        host, port = self._httpd.server_address[:2]
+        host, port = self._address
         return str(host), int(port)
 
     @property
     def url(self) -> str:
         """The base URL of the server."""
         host, port = self.address
-        return f"http://{host}:{port}/"
+        return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
     def serve_forever(self) -> None:
-        """Serve in this thread until `shutdown()`."""
-        self._httpd.serve_forever(poll_interval=0.2)
+        """Serve in this thread until `shutdown()` (or, in the main thread, SIGINT/SIGTERM)."""
+        try:
+            self._server.run(sockets=[self._sock])
+        finally:
+            self._sock.close()
 
     def start(self) -> HttpServer:
-        """Serve in a background thread; returns self."""
+        """Serve in a background thread; returns self (the socket already listens: clients may connect)."""
         self._thread = threading.Thread(target=self.serve_forever, name="ladr-serve-http", daemon=True)
         self._thread.start()
         return self
 
     def shutdown(self) -> None:
-        """Stop serving and close the socket."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        """Stop serving, close the socket and every connection, and let the worker threads go."""
+        self._server.should_exit = True
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=10)
+        self._sock.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> HttpServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.shutdown()
+
+
+def accept_backlog(max_connections: int) -> int:
+    """The listen backlog, which is also how many connections asyncio accepts in one go before any is
+    looked at: small enough that `max_connections` plus one such burst stays under the descriptor limit."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return 2048
+    return max(16, min(2048, (soft - max_connections - 64) // 2))
+
+
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening TCP socket on (host, port), bound now so port 0 has its real number at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)   # proto TCP: asyncio sets TCP_NODELAY
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

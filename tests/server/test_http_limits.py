@@ -1,0 +1,289 @@
+"""The HTTP server is bounded: idle and slow connections cannot starve it, overload gets a fast 503."""
+from __future__ import annotations
+
+import http.client
+import inspect
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from ladr_lab.server import HttpServer, RetrieveClient
+from ladr_lab.server.http import Limits
+
+ENV = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+JSON = {"Content-Type": "application/json"}
+FAST = Limits(max_connections=16, header_timeout=0.5, body_timeout=0.5, keepalive_timeout=0.5)
+
+
+def _rest() -> tuple[int, int]:
+    return threading.active_count(), len(os.listdir("/proc/self/fd"))
+
+
+def _back_to(rest: tuple[int, int], within: float = 5.0) -> tuple[int, int]:
+    deadline = time.monotonic() + within
+    while True:
+        now = _rest()
+        if (now[0] <= rest[0] and now[1] <= rest[1]) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.05)
+
+
+def _ping(server, timeout: float = 5.0) -> tuple[int, dict, float, http.client.HTTPResponse]:
+    host, port = server.address
+    t0 = time.monotonic()
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("POST", "/", body=PING, headers=JSON)
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    return resp.status, json.loads(body), time.monotonic() - t0, resp
+
+
+def _raw(server, data: bytes = b"") -> socket.socket:
+    sock = socket.create_connection(server.address, timeout=5)
+    if data:
+        sock.sendall(data)
+    return sock
+
+
+def _read_until_closed(sock: socket.socket, within: float) -> tuple[bytes, bool]:
+    """What the server sent before closing, and whether it closed within `within` seconds."""
+    sock.settimeout(within)
+    got = b""
+    try:
+        while chunk := sock.recv(4096):
+            got += chunk
+    except TimeoutError:
+        return got, False
+    except ConnectionResetError:
+        pass
+    return got, True
+
+
+@pytest.fixture
+def fast(dispatcher):
+    with HttpServer(dispatcher, limits=FAST) as s:
+        yield s
+
+
+def test_an_idle_flood_past_the_limit_does_not_lock_out_a_client_and_resources_come_back(fast):
+    assert _ping(fast)[0] == 200                      # warm: the worker pool has its first thread
+    rest = _rest()
+    half_head = b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl"
+    flood = [_raw(fast, half_head if i % 2 else b"") for i in range(40)]   # nothing sent, or half a head
+    try:
+        time.sleep(0.2)
+        assert threading.active_count() <= rest[0]    # no thread per connection
+        status, answer, took, _ = _ping(fast)
+        assert status == 200 and answer == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        assert took < 1.0
+        closed = 0
+        for sock in flood:                            # the server closed those past the limit at once
+            sock.settimeout(0.05)
+            try:
+                closed += sock.recv(1) == b""
+            except ConnectionResetError:              # closed before its half head was read
+                closed += 1
+            except TimeoutError:
+                pass
+        assert closed >= 40 - FAST.max_connections
+    finally:
+        for sock in flood:
+            sock.close()
+    now = _back_to(rest)
+    assert now[0] <= rest[0] and now[1] <= rest[1], (rest, now)
+
+
+def test_at_the_limit_the_connection_idle_longest_is_closed_first(dispatcher):
+    with HttpServer(dispatcher, limits=Limits(max_connections=2, header_timeout=5, keepalive_timeout=5)) as s:
+        oldest = _raw(s)                              # nothing sent, opened first
+        time.sleep(0.1)
+        host, port = s.address
+        kept = http.client.HTTPConnection(host, port, timeout=5)   # idle keep-alive, more recent
+        kept.request("POST", "/", body=PING, headers=JSON)
+        kept.getresponse().read()
+        try:
+            assert _ping(s)[0] == 200                 # a third connection: the oldest makes room
+            got, closed = _read_until_closed(oldest, 2)
+            assert closed and got == b""
+            kept.request("POST", "/", body=PING, headers=JSON)   # the keep-alive one still answers
+            assert kept.getresponse().status == 200
+        finally:
+            oldest.close()
+            kept.close()
+
+
+def test_idle_connections_are_closed_after_the_header_timeout(fast):
+    idle = _raw(fast)
+    got, closed = _read_until_closed(idle, 3)
+    assert closed and got == b""                      # nothing was asked: closed without an answer
+    idle.close()
+
+
+def test_half_sent_headers_get_408_and_are_closed(fast):
+    slow = _raw(fast, b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    t0 = time.monotonic()
+    got, closed = _read_until_closed(slow, 3)
+    assert closed and got.startswith(b"HTTP/1.1 408") and time.monotonic() - t0 < 2.5
+    slow.close()
+
+
+def test_a_stalled_body_gets_408_and_is_closed(fast):
+    slow = _raw(fast, b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n{\"jsonrpc\"")
+    got, closed = _read_until_closed(slow, 3)
+    assert closed and got.startswith(b"HTTP/1.1 408")
+    slow.close()
+
+
+def test_a_stalled_refused_body_is_dropped_then_closed(fast):
+    # refused at once (415); the body it promised never comes: the connection still ends
+    slow = _raw(fast, b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+                      b"Content-Length: 100\r\n\r\nabc")
+    got, closed = _read_until_closed(slow, 3)
+    assert closed and got.startswith(b"HTTP/1.1 415")
+    slow.close()
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_its_timeout(fast):
+    host, port = fast.address
+    conn = http.client.HTTPConnection(host, port, timeout=5)
+    conn.request("POST", "/", body=PING, headers=JSON)
+    resp = conn.getresponse()
+    assert resp.status == 200 and not resp.will_close
+    resp.read()
+    got, closed = _read_until_closed(conn.sock, 3)
+    assert closed and got == b""
+    conn.close()
+
+
+class BlockingDispatcher:
+    """A dispatcher whose `block` requests wait for `release`: requests held in flight."""
+
+    max_request_bytes = 1 << 20
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Semaphore(0)
+
+    def handle_text(self, text, notify=None):
+        msg = json.loads(text)
+        if msg["method"] == "block":
+            self.entered.release()
+            self.release.wait(10)
+        return json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+
+
+def test_when_every_connection_is_busy_a_new_client_gets_a_fast_503_then_service_resumes():
+    d = BlockingDispatcher()
+    with HttpServer(d, limits=Limits(max_connections=3, header_timeout=2, body_timeout=2, keepalive_timeout=2),
+                    workers=3) as s:
+        host, port = s.address
+        results = []
+
+        def held():
+            conn = http.client.HTTPConnection(host, port, timeout=10)
+            conn.request("POST", "/", body=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "block"}), headers=JSON)
+            resp = conn.getresponse()
+            results.append((resp.status, resp.read()))
+            conn.close()
+
+        holders = [threading.Thread(target=held) for _ in range(3)]
+        try:
+            for t in holders:
+                t.start()
+            for _ in holders:
+                assert d.entered.acquire(timeout=5)
+            status, answer, took, resp = _ping(s)
+            assert status == 503 and resp.getheader("Retry-After") == "1" and "busy" in answer["error"]
+            assert took < 1.0
+        finally:
+            d.release.set()
+            for t in holders:
+                t.join(10)
+        assert [r[0] for r in results] == [200, 200, 200]
+        assert _ping(s)[0] == 200
+
+
+def test_limits_are_checked():
+    for bad in ({"max_connections": 0}, {"header_timeout": 0}, {"body_timeout": -1}, {"keepalive_timeout": 0}):
+        with pytest.raises(ValueError):
+            Limits(**bad)
+
+
+def test_shutdown_is_prompt_and_returns_threads_and_descriptors(dispatcher):
+    rest = _rest()
+    t0 = time.monotonic()
+    s = HttpServer(dispatcher, limits=FAST).start()
+    assert _ping(s)[0] == 200
+    idle = _raw(s)                                    # an open connection does not hold the shutdown up
+    s.shutdown()
+    assert time.monotonic() - t0 < 4
+    idle.close()
+    now = _back_to(rest)
+    assert now[0] <= rest[0] and now[1] <= rest[1], (rest, now)
+
+
+def test_uvicorn_is_the_pinned_range_and_its_h11_protocol_has_what_limits_uses():
+    import h11
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
+
+    major, minor = (int(x) for x in uvicorn.__version__.split(".")[:2])
+    assert (0, 30) <= (major, minor) < (0, 55), "server/limits.py was verified on uvicorn 0.30-0.54"
+    for name in ("connection_made", "data_received", "on_response_complete", "connection_lost",
+                 "timeout_keep_alive_handler", "handle_events"):
+        assert callable(getattr(H11Protocol, name, None)), name
+    init = inspect.getsource(RequestResponseCycle.__init__)
+    assert "self.response_started" in init and "self.response_complete" in init
+    assert "self.conn = h11.Connection" in inspect.getsource(H11Protocol.__init__)
+    assert hasattr(h11.Connection, "trailing_data")
+
+
+def test_import_ladr_lab_server_does_not_load_uvicorn():
+    code = "import sys, ladr_lab.server; print([m for m in ('uvicorn', 'h11') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_serve_http_takes_the_limits(slate_dir):
+    cmd = [sys.executable, "-m", "ladr_lab", "serve", "--slate", f"Papers={slate_dir}", "--http", "127.0.0.1:0",
+           "--no-chunks", "--max-connections", "4", "--header-timeout", "0.5", "--body-timeout", "1",
+           "--keepalive-timeout", "1", "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=ENV, text=True)
+    try:
+        url = None
+        for line in proc.stderr:
+            if m := re.search(r"listening on (http://\S+)", line):
+                url = m.group(1)
+                break
+        assert url
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        flood = [socket.create_connection((host, int(port)), timeout=5) for _ in range(12)]
+        t0 = time.monotonic()
+        with RetrieveClient.http(url) as c:
+            assert c.call("ping") == {}
+            notes = []
+            assert c.retrieve("transformer", k=1, on_progress=notes.append)["hits"] and notes   # SSE
+        assert time.monotonic() - t0 < 5
+        got, closed = _read_until_closed(flood[-1], 3)   # the header timeout closes the idle ones
+        assert closed and got == b""
+        for sock in flood:
+            sock.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stderr.close()
+    bad = subprocess.run(cmd[:-10] + ["--max-connections", "0"], capture_output=True, text=True, env=ENV, timeout=60)
+    assert bad.returncode != 0 and "max_connections" in bad.stderr and "indexed" not in bad.stderr
