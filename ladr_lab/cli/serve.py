@@ -42,7 +42,8 @@ def _limits(a):
         raise SystemExit("ladr-lab: --workers must be at least 1")
     try:
         return Limits(max_connections=a.max_connections, header_timeout=a.header_timeout,
-                      body_timeout=a.body_timeout, keepalive_timeout=a.keepalive_timeout)
+                      body_timeout=a.body_timeout, keepalive_timeout=a.keepalive_timeout,
+                      send_timeout=a.send_timeout)
     except ValueError as exc:
         raise SystemExit(f"ladr-lab: {exc}") from None
 
@@ -138,6 +139,8 @@ def add_parser(sub) -> None:
                       help="a request's body must arrive within this after its head, else 408 (30)")
     http.add_argument("--keepalive-timeout", type=float, default=5.0, metavar="SECONDS",
                       help="an idle keep-alive connection is closed after this (5)")
+    http.add_argument("--send-timeout", type=float, default=30.0, metavar="SECONDS",
+                      help="a client that reads nothing of its answer for this is disconnected (30)")
     http.add_argument("--workers", type=int, default=4, metavar="N",
                       help="threads answering requests; more requests wait for one (4)")
     s.set_defaults(fn=cmd_serve)

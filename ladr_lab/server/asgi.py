@@ -4,8 +4,8 @@ It answers one HTTP request per call (ASGI 3, `http` scopes only). The dispatche
 CPU-bound, so it runs on a small thread pool, never on the event loop; progress notifications cross
 back to the loop with `call_soon_threadsafe`. A refusal answers without reading the body: the server
 under it (uvicorn's h11 protocol) then reads and drops the body before the next request on the
-connection, and a refusal whose body is chunked, or longer than `DISCARD_FACTOR` times the limit, says
-`Connection: close` so the body is never read at all.
+connection, and a refusal whose body is chunked, longer than `DISCARD_FACTOR` times the limit, or not
+yet sent because the client waits for `100 Continue`, says `Connection: close` so the body is never read.
 """
 from __future__ import annotations
 
@@ -71,8 +71,7 @@ class RpcApp:
         if scope["path"] not in PATHS:
             await reply.refuse(404, "not found", limit)
             return
-        if self.token and not hmac.compare_digest(headers.get("authorization", "").encode("latin-1"),
-                                                  f"Bearer {self.token}".encode()):
+        if self.token and not _token_matches(headers.get("authorization", ""), self.token):
             await reply.refuse(401, "missing or wrong bearer token", limit, extra={"www-authenticate": "Bearer"})
             return
         if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
@@ -87,7 +86,7 @@ class RpcApp:
         length = int(headers["content-length"])   # h11 has already refused a malformed length with 400
         if length > limit:
             refusal = to_json(too_large(limit, length)).encode("utf-8")
-            await reply.send(413, refusal, close=length > DISCARD_FACTOR * limit)
+            await reply.send(413, refusal, close=length > DISCARD_FACTOR * limit or reply.awaits_continue())
             return
         body = await _read_body(receive)
         if body is None:
@@ -130,14 +129,19 @@ class _Reply:
         self.headers = headers
 
     def unread_body_too_big(self, limit: int) -> bool:
-        """True when the request's unread body is chunked or too long to read and drop: close instead."""
+        """True when the request's unread body is chunked, too long to read and drop, or awaits `100 Continue`."""
         if "transfer-encoding" in self.headers:
             return True
         try:
             length = int(self.headers.get("content-length", "0"))
         except ValueError:
             return True
-        return not 0 <= length <= DISCARD_FACTOR * limit
+        return not 0 <= length <= DISCARD_FACTOR * limit or (length > 0 and self.awaits_continue())
+
+    def awaits_continue(self) -> bool:
+        """True when the client waits for `100 Continue` before its body: refused, it may never send that body,
+        and the next request it sends would be read as the body (so a refusal closes the connection)."""
+        return "100-continue" in self.headers.get("expect", "").lower()
 
     async def refuse(self, code: int, message: str, limit: int, extra: dict | None = None) -> None:
         """Answer an early refusal; the unread body is dropped by the server, or the connection closed."""
@@ -173,6 +177,13 @@ async def _read_body(receive: Receive) -> bytes | None:
         parts.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(parts)
+
+
+def _token_matches(authorization: str, token: str) -> bool:
+    """True when `authorization` is `Bearer TOKEN` (the scheme in any case, RFC 9110 11.1), compared in constant time."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    return hmac.compare_digest(scheme.lower().encode("latin-1") + b" " + credentials.strip().encode("latin-1"),
+                               b"bearer " + token.encode("utf-8"))
 
 
 def _event(text: str) -> bytes:

@@ -7,7 +7,9 @@ Each connection is in one phase: `wait` (no request head yet: nothing sent, half
 keep-alive), `body` (reading a request body, or dropping a refused one), `busy` (a request in flight).
 A `wait` connection is closed `header_timeout` seconds after its first byte (for a new connection: after
 it was opened), or `keepalive_timeout` seconds after its last answer when nothing more came; a `body`
-phase longer than `body_timeout` is answered `408` (or closed, if the answer has started). When a new
+phase longer than `body_timeout` is answered `408` (or closed, if the answer has started). A client that
+stops reading its answer (the transport's buffer stays full for `send_timeout` seconds) has its connection
+aborted, whatever its phase: it would otherwise hold a place in the limit for ever. When a new
 connection would pass `max_connections`, the connection waiting longest (phase `wait`) is closed to make
 room; when every connection is busy, the new one is answered `503` with `Retry-After` at once and closed.
 Tested against uvicorn 0.30-0.54 internals (tests/server/test_http_limits.py guards them).
@@ -33,11 +35,12 @@ class Limits:
     body_timeout: float = 30.0
     keepalive_timeout: float = 5.0
     retry_after: int = 1
+    send_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_connections < 1:
             raise ValueError("max_connections must be at least 1")
-        for name in ("header_timeout", "body_timeout", "keepalive_timeout"):
+        for name in ("header_timeout", "body_timeout", "keepalive_timeout", "send_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
 
@@ -55,6 +58,7 @@ def limited_protocol(limits: Limits) -> type:
 
     busy_answer = _raw(503, "Service Unavailable", _BUSY_BODY, f"retry-after: {limits.retry_after}\r\n")
     lingering: set[Any] = set()   # refused connections still reading; at most max_connections of them
+    bad_request_answer = _raw(400, "Bad Request", b'{"error":"malformed HTTP request, or its head is too large"}')
     timeout_answer = _raw(408, "Request Timeout", b'{"error":"the request was not sent in time"}')
 
     class LimitedH11Protocol(H11Protocol):
@@ -69,6 +73,7 @@ def limited_protocol(limits: Limits) -> type:
             now = self.loop.time()
             self._rejected = False
             self._timer: Any = None
+            self._stall: Any = None   # armed while the client reads nothing of a full write buffer
             self._phase = "wait"
             self._since = now
             self._head_start: float | None = now   # a new connection's header clock starts when it opens
@@ -161,11 +166,35 @@ def limited_protocol(limits: Limits) -> type:
             super().on_response_complete()
             self._arm()
 
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self._stall is None:
+                self._stall = self.loop.call_later(limits.send_timeout, self._stalled)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self._stall is not None:
+                self._stall.cancel()
+                self._stall = None
+
+        def _stalled(self) -> None:
+            """The client read nothing for `send_timeout`: drop the connection and what is buffered for it."""
+            self._stall = None
+            self.transport.abort()
+
+        def send_400_response(self, msg: str) -> None:
+            """A request h11 cannot parse (malformed, or a head past its size limit): 400 as JSON, then close."""
+            if self.transport.is_closing():
+                return
+            self.transport.write(bad_request_answer)
+            self.transport.close()
+
         def connection_lost(self, exc: Exception | None) -> None:
             lingering.discard(self)
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            for timer in (self._timer, self._stall):
+                if timer is not None:
+                    timer.cancel()
+            self._timer = self._stall = None
             super().connection_lost(exc)
 
     return LimitedH11Protocol
