@@ -21,7 +21,8 @@ so the next request on a keep-alive connection is read from its own first byte.
 The server is uvicorn (its pure-Python h11 protocol) running `asgi.RpcApp`, bounded by `limits.Limits`:
 at most `max_connections` connections (the one idle longest is closed to admit a new one; when all are
 busy a new client gets `503` with `Retry-After` at once), request heads within `header_timeout`, bodies
-within `body_timeout` (else `408`), idle keep-alive connections closed after `keepalive_timeout`. The
+within `body_timeout` (else `408`), idle keep-alive connections closed after `keepalive_timeout`, a
+client that reads nothing of its answers for `send_timeout` disconnected. The
 dispatcher runs on a pool of `workers` threads, never on the event loop.
 """
 from __future__ import annotations
