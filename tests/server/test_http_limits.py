@@ -242,7 +242,8 @@ def test_uvicorn_is_the_pinned_range_and_its_h11_protocol_has_what_limits_uses()
     major, minor = (int(x) for x in uvicorn.__version__.split(".")[:2])
     assert (0, 30) <= (major, minor) < (0, 55), "server/limits.py was verified on uvicorn 0.30-0.54"
     for name in ("connection_made", "data_received", "on_response_complete", "connection_lost",
-                 "timeout_keep_alive_handler", "handle_events"):
+                 "timeout_keep_alive_handler", "handle_events", "send_400_response", "pause_writing",
+                 "resume_writing"):
         assert callable(getattr(H11Protocol, name, None)), name
     init = inspect.getsource(RequestResponseCycle.__init__)
     assert "self.response_started" in init and "self.response_complete" in init

@@ -163,3 +163,15 @@ def test_a_head_past_the_size_limit_gets_a_json_400(dispatcher):
         except ConnectionResetError:
             pytest.skip("the reset overtook the answer")
         assert answer.startswith(b"HTTP/1.1 400 ") and b"too large" in answer
+
+
+def test_serve_takes_send_timeout_and_checks_it_before_indexing(slate_dir):
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "ladr_lab", "serve", "--slate", f"Papers={slate_dir}", "--http", "127.0.0.1:0",
+           "--send-timeout", "0"]
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True"))
+    assert bad.returncode != 0 and "send_timeout" in bad.stderr and "indexed" not in bad.stderr
