@@ -11,7 +11,10 @@ phase longer than `body_timeout` is answered `408` (or closed, if the answer has
 stops reading its answer (the transport's buffer stays full for `send_timeout` seconds) has its connection
 aborted, whatever its phase: it would otherwise hold a place in the limit for ever. When a new
 connection would pass `max_connections`, the connection waiting longest (phase `wait`) is closed to make
-room; when every connection is busy, the new one is answered `503` with `Retry-After` at once and closed.
+room; failing that, the body that has been arriving longest, once past `SLOW_BODY` seconds (a body on a
+loopback connection arrives in milliseconds: a trickle is a slow-body flood), is answered `408` and closed;
+only when every connection is busy with a request or a fresh body is the new one answered `503` with
+`Retry-After` at once and closed.
 Tested against uvicorn 0.30-0.54 internals (tests/server/test_http_limits.py guards them).
 """
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 __all__ = ["Limits", "limited_protocol"]
 
+SLOW_BODY = 1.0       # seconds after which a body still arriving may be evicted to admit a new connection
 REJECT_LINGER = 1.0   # seconds a refused connection keeps reading (and dropping) so its 503 is not lost to a reset
 _BUSY_BODY = b'{"error":"the server is busy: retry later"}'
 
@@ -80,11 +84,17 @@ def limited_protocol(limits: Limits) -> type:
             self._quiet = True                       # nothing received in this wait phase yet
             live: list[Any] = [c for c in self.connections if not getattr(c, "_rejected", True)]
             if len(live) > limits.max_connections:
-                idle = [c for c in live if c is not self and c._current_phase() == "wait"]
-                if not idle:
-                    self._reject()
-                    return
-                min(idle, key=lambda c: c._since)._close(quietly=True)
+                others = [c for c in live if c is not self]
+                idle = [c for c in others if c._current_phase() == "wait"]
+                if idle:
+                    min(idle, key=lambda c: c._since)._close(quietly=True)
+                else:
+                    slow = [c for c in others if c._current_phase() == "body" and now - c._since >= SLOW_BODY]
+                    if not slow:
+                        self._reject()
+                        return
+                    victim = min(slow, key=lambda c: c._since)
+                    victim._close(quietly=victim.cycle is not None and victim.cycle.response_started)
             self._arm()
 
         def _reject(self) -> None:

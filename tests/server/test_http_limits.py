@@ -288,3 +288,29 @@ def test_serve_http_takes_the_limits(slate_dir):
         proc.stderr.close()
     bad = subprocess.run(cmd[:-10] + ["--max-connections", "0"], capture_output=True, text=True, env=ENV, timeout=60)
     assert bad.returncode != 0 and "max_connections" in bad.stderr and "indexed" not in bad.stderr
+
+
+def test_at_the_limit_the_oldest_slow_body_is_evicted_with_408_but_a_fresh_one_is_not(dispatcher):
+    from ladr_lab.server.limits import SLOW_BODY
+
+    head = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{\"jsonrpc\"")
+    with HttpServer(dispatcher, limits=Limits(max_connections=3, header_timeout=10, body_timeout=10,
+                                              keepalive_timeout=10)) as s:
+        first = _raw(s, head)
+        time.sleep(0.2)
+        rest = [_raw(s, head) for _ in range(2)]
+        time.sleep(0.2)               # their heads read: they are bodies now, not connections still waiting
+        status, _answer, _took, _resp = _ping(s)
+        assert status == 503          # every body is still fresh: nobody is evicted yet
+        time.sleep(SLOW_BODY + 0.2)
+        status, answer, took, _resp = _ping(s)
+        assert status == 200 and answer["result"] == {} and took < 1.0
+        got, closed = _read_until_closed(first, 2)   # the one arriving longest made room
+        assert closed and got.startswith(b"HTTP/1.1 408")
+        for sock in rest:
+            sock.settimeout(0.2)
+            with pytest.raises(TimeoutError):   # the others are still being read
+                sock.recv(1)
+        for sock in (first, *rest):
+            sock.close()
