@@ -78,6 +78,7 @@ class EmbeddedEngine:
         self._cursors: OrderedDict[str, dict] = OrderedDict()
         self._lock = threading.Lock()
         self._cursor_seq = 0
+        self._tokens = secrets.token_hex(12 * 256)
 
     @classmethod
     def from_store(cls, store: Any, **options: Any) -> EmbeddedEngine:
@@ -475,9 +476,13 @@ class EmbeddedEngine:
             return '{"hits":' + hits_text + "," + rest_json(result)[1:]
         return {"hits": hits, **result}
 
-    def _save_cursor(self, state: dict) -> str:
-        token = secrets.token_hex(12)
+    def _save_cursor(self, state: Any) -> str:
         with self._lock:
+            # 12 random bytes in hex, as secrets.token_hex(12) makes them, drawn 256 at a time
+            if self._cursor_seq >= len(self._tokens):
+                self._tokens, self._cursor_seq = secrets.token_hex(12 * 256), 0
+            token = self._tokens[self._cursor_seq:self._cursor_seq + 24]
+            self._cursor_seq += 24
             self._cursors[token] = state  # never changed after this: a next page works on a copy
             while len(self._cursors) > MAX_CURSORS:
                 self._cursors.popitem(last=False)

@@ -83,10 +83,10 @@ def plain_answer(engine: Any, params: dict) -> str | None:
         returned, more = len(keys), len(page) < len(ranked)
     else:
         hits_text, returned, more = got
-        ranked = list(zip(view.keys_of(cols[1]), cols[0], strict=True)) if more else []
     cursor = ""
     if more:
-        state = partial(_state, snap.version, ranked, k, include_text, fields,
+        pairs = (ranked,) if got is None else (view.keys_of(cols[1]), cols[0])   # zipped when followed
+        state = partial(_state, snap.version, pairs, k, include_text, fields,
                         _Extend(engine, q) if sized else None, cand)
         cursor = '"nextCursor":"' + engine._save_cursor(state) + '",'
     return '{"hits":' + hits_text + _TAIL % (snap.version, cursor, len(cols[0]) if got is not None else len(ranked),
@@ -116,9 +116,11 @@ def _bulk(snap: Any, view: Any, cols: tuple, k: int, include_text: bool,
     return sparse_page_json(scores[:k], tails, fields), len(tails), len(scores) > k
 
 
-def _state(version: str, ranked: list, k: int, include_text: bool, fields: tuple | None, extend: Any,
+def _state(version: str, pairs: tuple, k: int, include_text: bool, fields: tuple | None, extend: Any,
            cand: int) -> dict:
-    """A plain request's cursor state, as the general path writes it (made when the cursor is followed)."""
+    """A plain request's cursor state, as the general path writes it (made when the cursor is followed, from the
+    recall as (key, score) pairs, or as its keys and its scores)."""
+    ranked = pairs[0] if len(pairs) == 1 else list(zip(*pairs, strict=True))
     return {"snap": version, "ranked": ranked, "stages": {key: {"sparse": s} for key, s in ranked},
             "unit": "document", "mode": "sparse", "k": k, "token_budget": None, "include_text": include_text,
             "include_vector": False, "session": None, "reranked": False, "offset": min(k, len(ranked)),
