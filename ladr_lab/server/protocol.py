@@ -111,7 +111,8 @@ class Dispatcher:
         self.engine = engine
         self.info = {"name": name, "version": version}
         self.max_request_bytes = max(1, int(max_request_bytes))
-        self._plain = getattr(engine, "retrieve_plain", None)   # the lean path of a plain sparse request
+        # the lean path of a plain sparse request (search/plain.py), when the engine has one
+        self._plain: Callable[[dict], str | None] | None = getattr(engine, "retrieve_plain", None)
 
     # --- text in, text out ----------------------------------------------------------------------
     def handle_text(self, text: str | bytes, notify: Notify | None = None) -> str | None:
@@ -150,6 +151,8 @@ class Dispatcher:
         elif type(id_) is str:
             id_text = to_json(id_)
         else:
+            return None
+        if self._plain is None:
             return None
         try:
             result = self._plain(params)
