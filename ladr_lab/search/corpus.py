@@ -89,6 +89,7 @@ class Snapshot:
     chunk_dense: DenseView | None = None
     fields: dict[str, str] = field(default_factory=dict)
     made_at: float = 0.0
+    tails: dict = field(default_factory=dict, repr=False)  # per hit-field selection: uid -> its hit JSON tail
 
     def doc_of(self, key: str) -> Doc | None:
         """The document a document id or chunk id belongs to."""

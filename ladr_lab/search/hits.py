@@ -202,6 +202,11 @@ def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool,
     frags = [records[key].frags for key in keys]
     tails = [f[frag_key][2] if frag_key in f else static_part(snap, key, unit, include_text, fields)[2]  # type: ignore[index]
              for f, key in zip(frags, keys, strict=True)]
+    return sparse_page_json(scores, tails, fields), keys
+
+
+def sparse_page_json(scores: list[float], tails: list[str], fields: tuple | None = None) -> str:
+    """The JSON array of a plain sparse page from its scores and its hits' static tails, in one %-format."""
     want = _Want(fields)
     half = SPARSE_CONFIDENCE_HALF
     columns: list = []
@@ -213,7 +218,7 @@ def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool,
         columns.append(scores)
     columns.append(tails)
     flat = tuple(itertools.chain.from_iterable(zip(*columns, strict=True)))
-    return _page_template(fields, len(keys)) % flat, keys
+    return _page_template(fields, len(tails)) % flat
 
 
 _PLAIN_USAGE = {"candidates", "reranked", "latencyMs", "returned", "effective", "mode", "unit"}

@@ -33,6 +33,7 @@ from .corpus import Corpus, Snapshot
 from .errors import InvalidRequestParams, OptionUnsupported
 from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
 from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
+from .plain import plain_answer
 from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_request
 from .transform import apply_transform
 
@@ -63,19 +64,21 @@ class EmbeddedEngine:
 
     def __init__(self, slates: Mapping[str, Any], *, dense: bool = True, chunks: bool = True, max_k: int = 1000,
                  reranker: Any = None, rerank_max: int = 200, transform_model: Any = None,
-                 keep_snapshots: int = 16, sized_recall: bool = True) -> None:
+                 keep_snapshots: int = 16, sized_recall: bool = True, lean: bool = True) -> None:
         self.corpus = Corpus(dict(slates), dense=dense, chunks=chunks, keep=keep_snapshots)
         self.max_k = max_k
         self.reranker = reranker
         self.rerank_max = rerank_max
         self.transform_model = transform_model
         self.sized_recall = sized_recall
+        self.lean = lean   # the plain sparse request's lean path (plain.py); False: always the general one
         self.modes = ["sparse", "dense", "hybrid"] if dense else ["sparse"]
         self.units = ["document", "chunk"] if chunks else ["document"]
         self._sessions: OrderedDict[str, set] = OrderedDict()
         self._cursors: OrderedDict[str, dict] = OrderedDict()
         self._lock = threading.Lock()
         self._cursor_seq = 0
+        self._tokens = secrets.token_hex(12 * 256)
 
     @classmethod
     def from_store(cls, store: Any, **options: Any) -> EmbeddedEngine:
@@ -145,6 +148,10 @@ class EmbeddedEngine:
     def retrieve_json(self, params: Mapping | RetrieveRequest, progress: Progress | None = None) -> str:
         """`retrieve`, with the result as JSON text, made without building the hit dicts (for servers)."""
         return self._retrieve(params, progress, as_json=True)  # type: ignore[return-value]
+
+    def retrieve_plain(self, params: dict) -> str | None:
+        """`retrieve_json` of a plain sparse request by the lean path (plain.py); None for any other request."""
+        return plain_answer(self, params) if self.lean else None
 
     def _retrieve(self, params: Mapping | RetrieveRequest, progress: Progress | None, as_json: bool) -> dict | str:
         t0 = time.perf_counter()
@@ -469,9 +476,13 @@ class EmbeddedEngine:
             return '{"hits":' + hits_text + "," + rest_json(result)[1:]
         return {"hits": hits, **result}
 
-    def _save_cursor(self, state: dict) -> str:
-        token = secrets.token_hex(12)
+    def _save_cursor(self, state: Any) -> str:
         with self._lock:
+            # 12 random bytes in hex, as secrets.token_hex(12) makes them, drawn 256 at a time
+            if self._cursor_seq >= len(self._tokens):
+                self._tokens, self._cursor_seq = secrets.token_hex(12 * 256), 0
+            token = self._tokens[self._cursor_seq:self._cursor_seq + 24]
+            self._cursor_seq += 24
             self._cursors[token] = state  # never changed after this: a next page works on a copy
             while len(self._cursors) > MAX_CURSORS:
                 self._cursors.popitem(last=False)
@@ -480,6 +491,8 @@ class EmbeddedEngine:
     def _next_page(self, req: RetrieveRequest, t0: float, notes: list, as_json: bool) -> dict | str:
         with self._lock:
             state = self._cursors.get(req.cursor or "")
+            if state is not None and not isinstance(state, dict):   # a lean-path cursor: its state made now
+                state = self._cursors[req.cursor or ""] = state()
         if state is None:
             raise InvalidRequestParams(f'cursor "{req.cursor}" is unknown or expired')
         snap = self.corpus.snapshot(state["snap"])

@@ -68,6 +68,35 @@ class SparseView:
             fetch = min(self.num_docs, fetch * 4)
         return _ties_by_key(out)[:limit]
 
+    def columns(self, text: str, limit: int) -> tuple[list[float], list[int]] | None:
+        """`search(text, limit)` (no filter) in bulk, as its scores and uids: each column read in one call, no
+        per-hit tuple; None when `search` must decide (a tie among the fetched hits, an unknown uid)."""
+        words = query_words(text)
+        if not words or limit <= 0 or not self._keys:
+            return [], []
+        try:
+            query = self._index.parse_query(" ".join(words), ["body"])
+        except ValueError:
+            return [], []
+        hits = self._searcher.search(query, min(self.num_docs, limit + 1), count=False).hits
+        scores = list(map(_first, hits))
+        if len(set(scores)) != len(scores) or not all(map(operator.gt, scores, scores[1:])):
+            return None   # ties (which `search` orders by key), or not best first
+        uids = self._searcher.fast_field_values("uid", list(map(_second, hits[:limit])))
+        return scores[:limit], uids
+
+    def keys_of(self, uids: list[int]) -> list[Hashable]:
+        """The keys of `columns`' uids."""
+        return list(map(self._keys.__getitem__, uids))
+
+    def has_all(self, uids: list[int]) -> bool:
+        """Whether every uid is one this view knows."""
+        return all(map(self._keys.__contains__, uids))
+
+
+_first = operator.itemgetter(0)
+_second = operator.itemgetter(1)
+
 
 def _ties_by_key(ranked: list) -> list:
     """`ranked` (already best first, as tantivy returns it) with equal scores ordered by key; a filtered

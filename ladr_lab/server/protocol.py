@@ -111,6 +111,8 @@ class Dispatcher:
         self.engine = engine
         self.info = {"name": name, "version": version}
         self.max_request_bytes = max(1, int(max_request_bytes))
+        # the lean path of a plain sparse request (search/plain.py), when the engine has one
+        self._plain: Callable[[dict], str | None] | None = getattr(engine, "retrieve_plain", None)
 
     # --- text in, text out ----------------------------------------------------------------------
     def handle_text(self, text: str | bytes, notify: Notify | None = None) -> str | None:
@@ -124,6 +126,10 @@ class Dispatcher:
             msg = json.loads(text)
         except (ValueError, RecursionError) as exc:
             return to_json(error_response(None, PARSE_ERROR, f"Parse error: {str(exc)[:200]}"))
+        if self._plain is not None and type(msg) is dict and msg.get("method") == "retrieve":
+            answer = self._plain_answer(msg)
+            if answer is not None:
+                return answer
         out = self.handle(msg, notify)
         if out is None:
             return None
@@ -131,6 +137,30 @@ class Dispatcher:
             return wire_safe(_encode(out))
         except (TypeError, ValueError, RecursionError) as exc:  # a result that is not JSON: our bug, not theirs
             return to_json(error_response(None, INTERNAL_ERROR, f"Internal error: unserialisable result ({exc})"))
+
+    def _plain_answer(self, msg: dict) -> str | None:
+        """The response text of a request the engine's lean path answers (a plain sparse `retrieve`, by id, with
+        nothing else in the envelope), the result spliced in as the engine wrote it; None: not such a request
+        (or it failed: the general path answers it, error and all)."""
+        params = msg.get("params")
+        id_ = msg.get("id")
+        if len(msg) != 4 or msg.get("jsonrpc") != "2.0" or type(params) is not dict:
+            return None
+        if type(id_) is int:
+            id_text = str(id_)
+        elif type(id_) is str:
+            id_text = to_json(id_)
+        else:
+            return None
+        if self._plain is None:
+            return None
+        try:
+            result = self._plain(params)
+        except Exception:  # noqa: BLE001 - the general path answers it, error and all
+            return None
+        if result is None:
+            return None
+        return wire_safe('{"jsonrpc":"2.0","id":' + id_text + ',"result":' + result + "}")
 
     def handle(self, msg: Any, notify: Notify | None = None) -> dict | list | None:
         """Answer one parsed message (object or batch)."""
