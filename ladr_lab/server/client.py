@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,8 +64,11 @@ class _Transport:
         pass
 
 
+MAX_RETRY_AFTER = 5.0   # seconds: the longest `Retry-After` of a 503 the client waits before trying again
+
+
 class _HttpTransport(_Transport):
-    def __init__(self, url: str, token: str | None, timeout: float) -> None:
+    def __init__(self, url: str, token: str | None, timeout: float, busy_retries: int = 2) -> None:
         import urllib.parse
 
         parts = urllib.parse.urlsplit(url)
@@ -75,6 +79,7 @@ class _HttpTransport(_Transport):
         self._path = parts.path or "/"
         self._token = token
         self._timeout = timeout
+        self._busy_retries = max(0, busy_retries)
         self._conn: Any = None
         self._lock = threading.Lock()
 
@@ -92,17 +97,16 @@ class _HttpTransport(_Transport):
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         with self._lock:
-            for attempt in (1, 2):
-                conn = self._connection()
-                try:
-                    conn.request("POST", self._path, body=payload.encode("utf-8"), headers=headers)
-                    resp = conn.getresponse()
+            resp = self._send(payload, headers)
+            for _ in range(self._busy_retries):
+                if resp.status != 503:
                     break
-                except (ConnectionError, OSError, _http_exception()) as exc:
-                    conn.close()
-                    self._conn = None
-                    if attempt == 2:
-                        raise RetrieveError(f"cannot reach the server at {self._host}:{self._port}: {exc}") from exc
+                # the server is at its connection limit: it said when to come back (capped), and closed
+                wait = _retry_after(resp.getheader("Retry-After"))
+                resp.read()
+                self.close()
+                time.sleep(wait)
+                resp = self._send(payload, headers)
             if resp.status == 202:
                 resp.read()
                 return None
@@ -118,16 +122,41 @@ class _HttpTransport(_Transport):
                 self._conn = None  # the server closes a stream's connection
                 return last
             body = resp.read().decode("utf-8")
+            if resp.will_close:
+                self.close()   # the server ends this connection (a refusal, a 503): the next call opens a new one
             if resp.status != 200:
                 err = _error_of(body)   # a refusal may carry a JSON-RPC error (413: -32600)
                 raise RetrieveError(f"HTTP {resp.status}: {err.get('message') if err else body[:200]}",
                                     err.get("code") if err else None)
             return body
 
+    def _send(self, payload: str, headers: dict) -> Any:
+        """POST `payload` and return the response, once again on a fresh connection when the kept one was closed."""
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request("POST", self._path, body=payload.encode("utf-8"), headers=headers)
+                return conn.getresponse()
+            except (ConnectionError, OSError, _http_exception()) as exc:
+                conn.close()
+                self._conn = None
+                if attempt == 2:
+                    raise RetrieveError(f"cannot reach the server at {self._host}:{self._port}: {exc}") from exc
+        raise AssertionError("unreachable")
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _retry_after(value: str | None) -> float:
+    """Seconds to wait from a `Retry-After` header (delta-seconds; a date or nonsense counts as 1), capped."""
+    try:
+        wait = float(value) if value is not None else 1.0
+    except ValueError:
+        wait = 1.0
+    return min(max(wait, 0.0), MAX_RETRY_AFTER) if wait == wait else 1.0
 
 
 def _http_exception() -> type[Exception]:
@@ -217,9 +246,11 @@ class RetrieveClient:
         self._tokens = itertools.count(1)
 
     @classmethod
-    def http(cls, url: str, token: str | None = None, timeout: float = 60.0) -> RetrieveClient:
-        """A client for an HTTP server at `url` (with its bearer token, if it needs one; else LADR_SERVE_TOKEN)."""
-        return cls(_HttpTransport(url, token if token is not None else os.environ.get("LADR_SERVE_TOKEN"), timeout))
+    def http(cls, url: str, token: str | None = None, timeout: float = 60.0, busy_retries: int = 2) -> RetrieveClient:
+        """A client for an HTTP server at `url` (with its bearer token, if it needs one; else LADR_SERVE_TOKEN); a
+        `503` (the server at its connection limit) is tried again up to `busy_retries` times after its `Retry-After`."""
+        return cls(_HttpTransport(url, token if token is not None else os.environ.get("LADR_SERVE_TOKEN"), timeout,
+                                  busy_retries))
 
     @classmethod
     def stdio(cls, command: Sequence[str], env: dict | None = None, cwd: str | None = None) -> RetrieveClient:

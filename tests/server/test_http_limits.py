@@ -314,3 +314,31 @@ def test_at_the_limit_the_oldest_slow_body_is_evicted_with_408_but_a_fresh_one_i
                 sock.recv(1)
         for sock in (first, *rest):
             sock.close()
+
+
+def test_the_client_waits_out_a_503_for_its_retry_after_then_is_answered_or_says_busy():
+    from ladr_lab.server.client import MAX_RETRY_AFTER, RetrieveError, _retry_after
+
+    assert [_retry_after(v) for v in (None, "2", "0", "-3", "soon", "600", "nan")] == [1.0, 2.0, 0.0, 0.0, 1.0,
+                                                                                    MAX_RETRY_AFTER, 1.0]
+    d = BlockingDispatcher()
+    with HttpServer(d, limits=Limits(max_connections=1, header_timeout=5, body_timeout=5, keepalive_timeout=5),
+                    workers=2) as s:
+        host, port = s.address
+        held = http.client.HTTPConnection(host, port, timeout=10)   # kept open: its request holds the one place
+        holder = threading.Thread(target=lambda: held.request(
+            "POST", "/", body=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "block"}), headers=JSON))
+        holder.start()
+        assert d.entered.acquire(timeout=5)
+        impatient, patient = RetrieveClient.http(s.url, busy_retries=0), RetrieveClient.http(s.url)
+        with pytest.raises(RetrieveError, match="HTTP 503"):
+            impatient.call("ping")
+        impatient.close()
+        threading.Timer(0.3, d.release.set).start()   # the held request ends while the client waits
+        t0 = time.monotonic()
+        assert patient.call("ping") == {}
+        patient.close()
+        assert 0.9 <= time.monotonic() - t0 < 4   # it waited the server's Retry-After (1 s), then was answered
+        holder.join(5)
+        assert held.getresponse().status == 200
+        held.close()
