@@ -20,16 +20,14 @@ the two in hybrid mode (a signal that did not retrieve the hit counts 0 for spar
 from __future__ import annotations
 
 import json
-import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from ..models.base import estimate_tokens
 from . import fusion
 from .corpus import Corpus, Snapshot
+from .cursors import Cursors, Sessions
 from .errors import InvalidRequestParams, OptionUnsupported
 from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
 from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
@@ -38,9 +36,6 @@ from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_requ
 from .transform import apply_transform
 
 Progress = Callable[[int, int, str, list | None], None]
-MAX_SESSIONS = 1024
-MAX_SESSION_IDS = 100_000
-MAX_CURSORS = 512
 
 
 @runtime_checkable
@@ -74,11 +69,8 @@ class EmbeddedEngine:
         self.lean = lean   # the plain sparse request's lean path (plain.py); False: always the general one
         self.modes = ["sparse", "dense", "hybrid"] if dense else ["sparse"]
         self.units = ["document", "chunk"] if chunks else ["document"]
-        self._sessions: OrderedDict[str, set] = OrderedDict()
-        self._cursors: OrderedDict[str, dict] = OrderedDict()
-        self._lock = threading.Lock()
-        self._cursor_seq = 0
-        self._tokens = secrets.token_hex(12 * 256)
+        self.cursors = Cursors()
+        self.sessions = Sessions()
 
     @classmethod
     def from_store(cls, store: Any, **options: Any) -> EmbeddedEngine:
@@ -267,7 +259,7 @@ class EmbeddedEngine:
         if req.min_score is not None:
             ranked = [(key, s) for key, s in ranked if s >= req.min_score]
         if req.session is not None:
-            seen = self._seen(req.session)
+            seen = self.sessions.seen(req.session)
             ranked = [(key, s) for key, s in ranked if key not in seen]
         if use_mmr and req.mmr is not None and len(ranked) > 1:
             ranked = self._mmr(snap, ranked, unit, req.mmr)
@@ -420,16 +412,6 @@ class EmbeddedEngine:
                 mat[i] = v
         return fusion.mmr(ranked, mat @ mat.T, lam)
 
-    def _seen(self, session: str) -> set:
-        with self._lock:
-            seen = self._sessions.get(session)
-            if seen is None:
-                seen = self._sessions[session] = set()
-                while len(self._sessions) > MAX_SESSIONS:
-                    self._sessions.popitem(last=False)
-            self._sessions.move_to_end(session)
-            return seen
-
     def _pack(self, snap: Snapshot, ranked: list, offset: int, k: int, unit: str, budget: int | None,
               notes: list) -> list:
         page = ranked[offset:offset + k]
@@ -458,12 +440,10 @@ class EmbeddedEngine:
             hits = hit_dicts(snap, page, unit, state["stages"], state, state["mode"], state["reranked"])
             keys = [h["id"] for h in hits]
         if state["session"] is not None:
-            seen = self._seen(state["session"])
-            if len(seen) < MAX_SESSION_IDS:
-                seen.update(keys)
+            self.sessions.add(state["session"], keys)
         result: dict[str, Any] = {"indexVersion": snap.version}
         if state["offset"] < len(state["ranked"]):
-            result["nextCursor"] = self._save_cursor(state)
+            result["nextCursor"] = self.cursors.save(state)
         usage: dict[str, Any] = {"candidates": candidates, "reranked": reranked,
                                  "latencyMs": round((time.perf_counter() - t0) * 1000, 3),
                                  "returned": len(keys), "effective": effective, "mode": state["mode"], "unit": unit}
@@ -476,23 +456,8 @@ class EmbeddedEngine:
             return '{"hits":' + hits_text + "," + rest_json(result)[1:]
         return {"hits": hits, **result}
 
-    def _save_cursor(self, state: Any) -> str:
-        with self._lock:
-            # 12 random bytes in hex, as secrets.token_hex(12) makes them, drawn 256 at a time
-            if self._cursor_seq >= len(self._tokens):
-                self._tokens, self._cursor_seq = secrets.token_hex(12 * 256), 0
-            token = self._tokens[self._cursor_seq:self._cursor_seq + 24]
-            self._cursor_seq += 24
-            self._cursors[token] = state  # never changed after this: a next page works on a copy
-            while len(self._cursors) > MAX_CURSORS:
-                self._cursors.popitem(last=False)
-        return token
-
     def _next_page(self, req: RetrieveRequest, t0: float, notes: list, as_json: bool) -> dict | str:
-        with self._lock:
-            state = self._cursors.get(req.cursor or "")
-            if state is not None and not isinstance(state, dict):   # a lean-path cursor: its state made now
-                state = self._cursors[req.cursor or ""] = state()
+        state = self.cursors.load(req.cursor or "")
         if state is None:
             raise InvalidRequestParams(f'cursor "{req.cursor}" is unknown or expired')
         snap = self.corpus.snapshot(state["snap"])
@@ -508,7 +473,7 @@ class EmbeddedEngine:
                          extend=extend if found == want < state["cand"] else None)
 
         if state["session"] is not None:
-            seen = self._seen(state["session"])
+            seen = self.sessions.seen(state["session"])
             ranked = ranked[: state["offset"]] + [(key, s) for key, s in ranked[state["offset"]:] if key not in seen]
             state["ranked"] = ranked
         page = self._pack(snap, ranked, state["offset"], state["k"], state["unit"], state["token_budget"], notes)

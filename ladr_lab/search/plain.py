@@ -88,7 +88,7 @@ def plain_answer(engine: Any, params: dict) -> str | None:
         pairs = (ranked,) if got is None else (view.keys_of(cols[1]), cols[0])   # zipped when followed
         state = partial(_state, snap.version, pairs, k, include_text, fields,
                         _Extend(engine, q) if sized else None, cand)
-        cursor = '"nextCursor":"' + engine._save_cursor(state) + '",'
+        cursor = '"nextCursor":"' + engine.cursors.save(state) + '",'
     return '{"hits":' + hits_text + _TAIL % (snap.version, cursor, len(cols[0]) if got is not None else len(ranked),
                                              round((_perf() - t0) * 1000, 3), returned, k, cand)
 

@@ -1,0 +1,52 @@
+"""Cursor tokens and session memory: bounded, thread-safe, a lazy state made once."""
+from __future__ import annotations
+
+import re
+import threading
+
+from ladr_lab.search.cursors import MAX_CURSORS, MAX_SESSIONS, Cursors, Sessions
+
+
+def test_tokens_are_distinct_hex_and_only_the_newest_states_are_kept() -> None:
+    c = Cursors()
+    tokens = [c.save({"n": i}) for i in range(MAX_CURSORS + 300)]   # past one draw of 256 tokens, and the cap
+    assert len(set(tokens)) == len(tokens) and all(re.fullmatch(r"[0-9a-f]{24}", t) for t in tokens)
+    assert c.load(tokens[0]) is None and c.load("nope") is None
+    assert c.load(tokens[-1]) == {"n": MAX_CURSORS + 299}
+    assert c.load(tokens[-MAX_CURSORS]) == {"n": 300}
+
+
+def test_a_lazy_state_is_made_once_when_first_followed() -> None:
+    c = Cursors()
+    made = []
+    token = c.save(lambda: made.append(1) or {"page": 2})
+    assert made == []
+    assert c.load(token) == {"page": 2} and c.load(token) == {"page": 2} and made == [1]
+
+
+def test_sessions_remember_what_they_were_given_and_forget_the_oldest() -> None:
+    s = Sessions()
+    s.add("a", ["x", "y"])
+    assert s.seen("a") == {"x", "y"} and s.seen("b") == set()
+    for i in range(MAX_SESSIONS):
+        s.add(f"s{i}", [str(i)])
+    assert s.seen("a") == set()   # the oldest session was dropped
+    assert s.seen(f"s{MAX_SESSIONS - 1}") == {str(MAX_SESSIONS - 1)}
+
+
+def test_saving_from_many_threads_loses_no_state() -> None:
+    c = Cursors()
+    out: list[str] = []
+    lock = threading.Lock()
+
+    def work(base: int) -> None:
+        mine = [c.save({"n": base + i}) for i in range(50)]
+        with lock:
+            out.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(100 * i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(out)) == 300 and sorted(c.load(t)["n"] for t in out) == sorted(100 * i + j for i in range(6) for j in range(50))
