@@ -323,7 +323,8 @@ LEAN = ["id", "score"]   # the field selection measured against the full hit
 def sparse_compare(view, queries, stdio_client, dispatcher, rounds: int = 5) -> dict:
     """The raw engine and the server side by side, in turns (each way once per round, so load changes hit
     every column alike): queries/s in process and pipelined over stdio, and the mean latency of one request
-    at a time over stdio (the client's parse included), at k=10 and k=100, with and without `fields`."""
+    at a time over stdio (the client's parse included), at k=10 and k=100, with and without `fields`; and a
+    ping's round trip over the same pipe (the transport's floor)."""
     def lines(k, fields=None):
         extra = {"fields": fields} if fields is not None else {}
         return [json.dumps({"jsonrpc": "2.0", "id": i, "method": "retrieve",
@@ -345,7 +346,8 @@ def sparse_compare(view, queries, stdio_client, dispatcher, rounds: int = 5) -> 
         extra = {"fields": fields} if fields is not None else {}
         return lambda: pipelined_qps(stdio_client, queries, {"k": k, "mode": "sparse", "includeText": False, **extra})
 
-    ways = {}
+    # the transport's own floor: a ping's round trip over the same stdio pipe (no search, no hits)
+    ways = {"stdio_ping": lambda: [stdio_client.call("ping") for _ in queries]}
     for k in (10, 100):
         ways[f"raw_k{k}"] = raw(k)
         ways[f"in_process_k{k}"] = in_proc(k)
@@ -374,6 +376,7 @@ def sparse_compare(view, queries, stdio_client, dispatcher, rounds: int = 5) -> 
                     ratios[f"{name} q/s / raw"] = round(qps[name] / raw_qps, 3)
                 elif name.startswith("stdio_one"):
                     ratios[f"{name} latency / raw"] = round(ms[name] / ms[f"raw_k{k}"], 3)
+    ratios["stdio_ping latency / raw_k10"] = round(ms["stdio_ping"] / ms["raw_k10"], 3)
     return {"qps": qps, "mean_ms": ms, "ratios": ratios, "rounds": rounds, "queries": len(queries),
             "lean_fields": LEAN}
 
