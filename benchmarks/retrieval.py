@@ -284,6 +284,20 @@ def start_http(slate_dir: Path):
     raise SystemExit("the HTTP server did not start")
 
 
+def in_turns(ways: dict, rounds: int) -> dict:
+    """Seconds each way spent over `rounds` rounds, each way run once per round (after one warm-up run of
+    each, so every cache is filled before anything is timed): load changes hit every column alike."""
+    spent = dict.fromkeys(ways, 0.0)
+    for fn in ways.values():
+        fn()
+    for _ in range(rounds):
+        for name, fn in ways.items():
+            t = time.perf_counter()
+            fn()
+            spent[name] += time.perf_counter() - t
+    return spent
+
+
 def sparse_speed(view, queries, stdio_client, dispatcher, http_client, rounds: int = 5) -> dict:
     """Queries/s of the raw engine and of the server's ways in, measured in turns (round after round,
     each way once per round) so that the machine's load changes hit every column alike."""
@@ -306,14 +320,7 @@ def sparse_speed(view, queries, stdio_client, dispatcher, http_client, rounds: i
     ways = {"raw": raw, "stdio_pipelined": lambda: pipelined_qps(stdio_client, queries, {"k": K_EVAL, "mode": "sparse", "includeText": False}),
             "stdio_pipelined_k10": lambda: pipelined_qps(stdio_client, queries, {"k": 10, "mode": "sparse", "includeText": False}),
             "in_process": in_proc, "http": http}
-    spent = dict.fromkeys(ways, 0.0)
-    for fn in ways.values():
-        fn()  # warm-up: every cache filled before anything is timed
-    for _ in range(rounds):
-        for name, fn in ways.items():
-            t = time.perf_counter()
-            fn()
-            spent[name] += time.perf_counter() - t
+    spent = in_turns(ways, rounds)
     return {name: round(rounds * len(queries) / sec, 1) for name, sec in spent.items()}
 
 
@@ -356,14 +363,7 @@ def sparse_compare(view, queries, stdio_client, dispatcher, rounds: int = 5) -> 
         ways[f"stdio_one_k{k}_fields"] = one_at_a_time(k, LEAN)
         ways[f"stdio_pipelined_k{k}"] = piped(k)
         ways[f"stdio_pipelined_k{k}_fields"] = piped(k, LEAN)
-    spent = dict.fromkeys(ways, 0.0)
-    for fn in ways.values():
-        fn()  # warm-up: every cache filled before anything is timed
-    for _ in range(rounds):
-        for name, fn in ways.items():
-            t = time.perf_counter()
-            fn()
-            spent[name] += time.perf_counter() - t
+    spent = in_turns(ways, rounds)
     n = rounds * len(queries)
     qps = {name: round(n / sec, 1) for name, sec in spent.items()}
     ms = {name: round(1000 * sec / n, 4) for name, sec in spent.items()}

@@ -9,7 +9,7 @@ import pytest
 
 from ladr_lab.runfiles import prune_cache
 from ladr_lab.runfiles.cache import GRACE_SECONDS, MAX_AGE_ENV, MAX_BYTES_ENV
-from tests.runfiles.test_search_cli import _search, cli, history
+from tests.runfiles.test_search_cli import _search, cached_run, cli
 
 DAY = 86400.0
 
@@ -76,11 +76,7 @@ def test_the_bounds_come_from_the_environment_and_a_bad_one_is_named(tmp_path: P
 
 
 def test_a_cached_search_prunes_stale_indexes_and_keeps_its_own(tmp_path: Path, monkeypatch) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(cache))
-    run = tmp_path / "run"
-    run.mkdir()
-    history(run)
+    cache, run = cached_run(tmp_path, monkeypatch)
     first = _search(run)
     (mine,) = (cache / "runfiles").glob("*.sqlite")
     now = time.time()

@@ -164,6 +164,17 @@ def _stats(p: subprocess.CompletedProcess) -> dict:
             "records": int(words[words.index("records") - 1])}
 
 
+def cached_run(tmp_path: Path, monkeypatch, *, with_history: bool = True) -> tuple[Path, Path]:
+    """(the index cache folder, set as LADR_LAB_CACHE_DIR; a run folder, holding `history` unless told not to)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(cache))
+    run = tmp_path / "run"
+    run.mkdir()
+    if with_history:
+        history(run)
+    return cache, run
+
+
 def _search(run: Path, *extra: str) -> subprocess.CompletedProcess:
     p = cli("search", str(run), "ACME", "--owner", "Alice", "--episode", "1", "--conversation", "c1", "--json",
             "--stats", *extra)
@@ -172,11 +183,7 @@ def _search(run: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_the_index_is_cached_per_user_and_the_second_search_reads_nothing_new(tmp_path: Path, monkeypatch) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(cache))
-    run = tmp_path / "run"
-    run.mkdir()
-    history(run)
+    cache, run = cached_run(tmp_path, monkeypatch)
     first = _search(run)
     size = (run / "Alice.history").stat().st_size
     assert _stats(first)["bytes"] == size and len(json.loads(first.stdout)) == 2
@@ -199,11 +206,7 @@ def test_the_index_is_cached_per_user_and_the_second_search_reads_nothing_new(tm
 
 def test_another_owner_or_masking_gets_another_cache_file_and_no_cache_writes_none(tmp_path: Path,
                                                                                    monkeypatch) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(cache))
-    run = tmp_path / "run"
-    run.mkdir()
-    history(run)
+    cache, run = cached_run(tmp_path, monkeypatch)
     (run / "Bob.history").write_text(rec("18:00:00", "Bob", "ACME for Bob", "c1"))
     plain = _stats(_search(run))["path"]
     masked = _stats(_search(run, "--mask"))["path"]
@@ -219,11 +222,7 @@ def test_another_owner_or_masking_gets_another_cache_file_and_no_cache_writes_no
 
 
 def test_the_index_can_live_in_the_run_folder(tmp_path: Path, monkeypatch) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(cache))
-    run = tmp_path / "run"
-    run.mkdir()
-    history(run)
+    cache, run = cached_run(tmp_path, monkeypatch)
     first = _stats(_search(run, "--index-in-run-dir"))
     assert Path(first["path"]).parent == run / ".ladr_lab" and Path(first["path"]).name.startswith(".")
     assert not cache.exists()
@@ -232,10 +231,7 @@ def test_the_index_can_live_in_the_run_folder(tmp_path: Path, monkeypatch) -> No
 
 
 def test_two_searches_at_once_share_the_cache_without_corrupting_it(tmp_path: Path, monkeypatch) -> None:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("LADR_LAB_CACHE_DIR", str(cache))
-    run = tmp_path / "run"
-    run.mkdir()
+    cache, run = cached_run(tmp_path, monkeypatch, with_history=False)
     with open(run / "Alice.history", "w") as fh:
         fh.write(rec("18:00:00", "Alice", "has started episode 1."))
         for i in range(20000):
