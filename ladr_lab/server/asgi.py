@@ -46,12 +46,12 @@ class RpcApp:
         headers: dict[str, str] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name.decode("latin-1"), value.decode("latin-1"))
-        reply = _Reply(send, headers)
+        reply = _Reply(send, headers, self.dispatcher.max_request_bytes)
         if not self.admission.host_allowed(headers.get("host")):
-            await reply.refuse(403, "this Host is not allowed (see --allow-host)", self.dispatcher.max_request_bytes)
+            await reply.refuse(403, "this Host is not allowed (see --allow-host)")
             return
         if not self.admission.origin_allowed(headers.get("origin")):
-            await reply.refuse(403, "this Origin is not allowed (see --allow-origin)", self.dispatcher.max_request_bytes)
+            await reply.refuse(403, "this Origin is not allowed (see --allow-origin)")
             return
         if scope["method"] != "POST":
             await self._get(scope, reply)
@@ -59,26 +59,25 @@ class RpcApp:
         await self._post(scope, headers, receive, reply)
 
     async def _get(self, scope: dict, reply: _Reply) -> None:
-        limit = self.dispatcher.max_request_bytes
         if scope["method"] in ("GET", "HEAD") and scope["path"] == "/health":
-            await reply.send(200, b'{"ok":true}', close=reply.unread_body_too_big(limit))
+            await reply.send(200, b'{"ok":true}', close=reply.unread_body_too_big())
         else:
             await reply.send(405, b'{"error":"use POST with a JSON-RPC message"}', extra={"allow": "POST"},
-                             close=reply.unread_body_too_big(limit))
+                             close=reply.unread_body_too_big())
 
     async def _post(self, scope: dict, headers: dict[str, str], receive: Receive, reply: _Reply) -> None:
         limit = self.dispatcher.max_request_bytes
         if scope["path"] not in PATHS:
-            await reply.refuse(404, "not found", limit)
+            await reply.refuse(404, "not found")
             return
         if self.token and not _token_matches(headers.get("authorization", ""), self.token):
-            await reply.refuse(401, "missing or wrong bearer token", limit, extra={"www-authenticate": "Bearer"})
+            await reply.refuse(401, "missing or wrong bearer token", extra={"www-authenticate": "Bearer"})
             return
         if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
-            await reply.refuse(415, "the body must be application/json", limit)
+            await reply.refuse(415, "the body must be application/json")
             return
         if "transfer-encoding" in headers:
-            await reply.refuse(411, "Content-Length required (chunked bodies are not read)", limit)
+            await reply.refuse(411, "Content-Length required (chunked bodies are not read)")
             return
         if "content-length" not in headers:
             await reply.send(411, b'{"error":"Content-Length required"}', close=True)
@@ -124,11 +123,12 @@ class RpcApp:
 class _Reply:
     """The answer to one request, with the headers every answer carries."""
 
-    def __init__(self, send: Send, headers: dict[str, str]) -> None:
+    def __init__(self, send: Send, headers: dict[str, str], limit: int) -> None:
         self._send = send
         self.headers = headers
+        self.limit = limit   # the dispatcher's max_request_bytes
 
-    def unread_body_too_big(self, limit: int) -> bool:
+    def unread_body_too_big(self) -> bool:
         """True when the request's unread body is chunked, too long to read and drop, or awaits `100 Continue`."""
         if "transfer-encoding" in self.headers:
             return True
@@ -136,16 +136,16 @@ class _Reply:
             length = int(self.headers.get("content-length", "0"))
         except ValueError:
             return True
-        return not 0 <= length <= DISCARD_FACTOR * limit or (length > 0 and self.awaits_continue())
+        return not 0 <= length <= DISCARD_FACTOR * self.limit or (length > 0 and self.awaits_continue())
 
     def awaits_continue(self) -> bool:
         """True when the client waits for `100 Continue` before its body: refused, it may never send that body,
         and the next request it sends would be read as the body (so a refusal closes the connection)."""
         return "100-continue" in self.headers.get("expect", "").lower()
 
-    async def refuse(self, code: int, message: str, limit: int, extra: dict | None = None) -> None:
+    async def refuse(self, code: int, message: str, extra: dict | None = None) -> None:
         """Answer an early refusal; the unread body is dropped by the server, or the connection closed."""
-        await self.send(code, _json_error(message), extra=extra, close=self.unread_body_too_big(limit))
+        await self.send(code, _json_error(message), extra=extra, close=self.unread_body_too_big())
 
     async def start(self, code: int, ctype: str | None, length: int | None = None, extra: dict | None = None,
                     close: bool = False) -> None:

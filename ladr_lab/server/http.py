@@ -173,7 +173,7 @@ def accept_backlog(max_connections: int) -> int:
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
     """A listening TCP socket on (host, port), bound now so port 0 has its real number at once."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)   # proto TCP: asyncio sets TCP_NODELAY
+    sock = socket.socket(family, socket.SOCK_STREAM)   # TCP_NODELAY: set per connection in limits.py
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
