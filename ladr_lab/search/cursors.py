@@ -4,7 +4,8 @@
 256 at a time) for page states and keeps the last `MAX_CURSORS`; a state may be a callable that makes it
 (the lean path's, built only when the cursor is followed). `Sessions` keeps, for the last `MAX_SESSIONS`
 session ids, the ids already returned (at most `MAX_SESSION_IDS` each), so a session never sees a hit twice.
-Both are thread-safe: one lock each, held only for the bookkeeping.
+Both are thread-safe: one lock each, held only for the bookkeeping. `RecallMore` is how a cursor over a
+sized recall (pipeline.py) recalls further as it pages.
 """
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 MAX_SESSIONS = 1024
 MAX_SESSION_IDS = 100_000
 MAX_CURSORS = 512
 
-__all__ = ["MAX_CURSORS", "MAX_SESSIONS", "MAX_SESSION_IDS", "Cursors", "Sessions"]
+__all__ = ["MAX_CURSORS", "MAX_SESSIONS", "MAX_SESSION_IDS", "Cursors", "RecallMore", "Sessions"]
 
 
 class Cursors:
@@ -74,3 +76,24 @@ class Sessions:
         if len(seen) < MAX_SESSION_IDS:
             seen.update(ids)
 
+
+
+class RecallMore:
+    """A cursor's further recall: the first `n` candidates of one query (minScore applied), their stages put in
+    `into`, and how many recall found (fewer than `n`: it is exhausted)."""
+
+    __slots__ = ("floor", "mode", "pred", "query", "recall", "unit")
+
+    def __init__(self, recall: Callable[..., list], query: str, mode: str, unit: str, pred: Callable | None = None,
+                 floor: float | None = None) -> None:
+        self.recall = recall   # the engine's recall: (snapshot, queries, mode, unit, n, pred, fusion, stages)
+        self.query = query
+        self.mode = mode
+        self.unit = unit
+        self.pred = pred
+        self.floor = floor
+
+    def __call__(self, at: Any, n: int, into: dict) -> tuple[list, int]:
+        got = self.recall(at, [self.query], self.mode, self.unit, n, self.pred, None, into)
+        floor = self.floor
+        return (got if floor is None else [(key, s) for key, s in got if s >= floor]), len(got)

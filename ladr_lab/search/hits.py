@@ -51,6 +51,11 @@ def confidence(st: Mapping, mode: str, reranked: bool) -> float:
     dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
     return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
 
+def frag_key(include_text: bool, fields: tuple | None) -> Any:
+    """The key a unit's record caches its static part under (see `static_part`)."""
+    return include_text if fields is None else (include_text, fields)
+
+
 def static_part(snap: Snapshot, key: str, unit: str, include_text: bool,
                 fields: tuple | None = None) -> tuple[dict, str, str] | None:
     """The parts of a hit that depend only on the unit (and includeText, and a `fields` selection): a dict,
@@ -59,7 +64,7 @@ def static_part(snap: Snapshot, key: str, unit: str, include_text: bool,
     if doc is None:
         return None
     rec = snap.chunks[key] if unit == "chunk" else doc
-    cache_key = include_text if fields is None else (include_text, fields)
+    cache_key = frag_key(include_text, fields)
     got = rec.frags.get(cache_key)
     if got is None:
         static: dict[str, Any] = {"id": key}
@@ -119,7 +124,7 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         return _sparse_hits_json(snap, page, unit, include_text, records, fields)
     want = _Want(fields)
     include_vector = include_vector and want.vector
-    frag_key = include_text if fields is None else (include_text, fields)
+    key_of = frag_key(include_text, fields)
     parts, keys = [], []
     half = SPARSE_CONFIDENCE_HALF
     empty: dict = {}
@@ -127,7 +132,7 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
         rec = records.get(key)
         if rec is None:
             continue
-        fixed: Any = rec.frags.get(frag_key) or static_part(snap, key, unit, include_text, fields)
+        fixed: Any = rec.frags.get(key_of) or static_part(snap, key, unit, include_text, fields)
         st = stages.get(key, empty)
         r = _num(score)
         if len(st) == 1 and mode in st and not reranked:
@@ -194,13 +199,13 @@ def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool,
     """`hits_json` for the commonest page: BM25 recall only (each hit's score is its only stage score).
     The work is done a page at a time: the static tails looked up in one pass, then one %-format of the
     whole page (its template made once per page size and field selection), so no per-hit call is made."""
-    frag_key = include_text if fields is None else (include_text, fields)
+    key_of = frag_key(include_text, fields)
     keys = [key for key, _ in page if key in records]
     if len(keys) < len(page):
         page = [(key, s) for key, s in page if key in records]
     scores = [float(s) for _, s in page]
     frags = [records[key].frags for key in keys]
-    tails = [f[frag_key][2] if frag_key in f else static_part(snap, key, unit, include_text, fields)[2]  # type: ignore[index]
+    tails = [f[key_of][2] if key_of in f else static_part(snap, key, unit, include_text, fields)[2]  # type: ignore[index]
              for f, key in zip(frags, keys, strict=True)]
     return sparse_page_json(scores, tails, fields), keys
 

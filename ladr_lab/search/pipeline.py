@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..models.base import estimate_tokens
 from . import fusion
 from .corpus import Corpus, Snapshot
-from .cursors import Cursors, Sessions
+from .cursors import Cursors, RecallMore, Sessions
 from .errors import InvalidRequestParams, OptionUnsupported
 from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
 from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
@@ -223,15 +223,10 @@ class EmbeddedEngine:
                  and req.recency is None and req.session is None and not use_mmr)
         extend: Callable[..., tuple[list, int]] | None = None
         if sized and k + 1 < cand:
-            def recall_more(at: Snapshot, n: int, into: dict, q: str = queries[0],
-                            floor: float | None = req.min_score) -> tuple[list, int]:
-                """The first `n` candidates (minScore applied), their stages put in `into`; and how many
-                recall found (fewer than `n`: it is exhausted)."""
-                got = self._recall(at, [q], mode, unit, n, pred, None, into)
-                return (got if floor is None else [(key, s) for key, s in got if s >= floor]), len(got)
             ranked = self._recall(snap, queries, mode, unit, k + 1, pred, req.fusion, stages)
             if len(ranked) > k:
-                extend = recall_more   # else recall is exhausted: nothing further to page to
+                # hits lie past the page (else recall is exhausted: nothing to page to); a cursor recalls further
+                extend = RecallMore(self._recall, queries[0], mode, unit, pred, req.min_score)
         else:
             ranked = self._recall(snap, queries, mode, unit, cand, pred, req.fusion, stages)
         recalled = len(ranked)

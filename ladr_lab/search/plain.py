@@ -15,8 +15,9 @@ import time
 from functools import partial
 from typing import Any
 
+from .cursors import RecallMore
 from .errors import InvalidRequestParams
-from .hits import _sparse_hits_json, sparse_page_json, static_part
+from .hits import _sparse_hits_json, frag_key, sparse_page_json, static_part
 from .request import MAX_QUERY_CHARS, _fields
 
 MAX_TAIL_SETS = 16   # hit-field selections a snapshot keeps tails for
@@ -24,25 +25,6 @@ PLAIN_KEYS = frozenset(("query", "k", "mode", "includeText", "fields"))
 _TAIL = (',"indexVersion":"%s",%s"usage":{"candidates":%d,"reranked":0,"latencyMs":%r,"returned":%d,'
          '"effective":{"k":%d,"candidateK":%d},"mode":"sparse","unit":"document"}}')
 _perf = time.perf_counter
-
-
-def _recall_more(engine: Any, q: str, at: Any, n: int, into: dict) -> tuple[list, int]:
-    """The sized-recall extension a cursor pages with (as pipeline.py's `recall_more`, without minScore)."""
-    got = engine._recall(at, [q], "sparse", "document", n, None, None, into)
-    return got, len(got)
-
-
-class _Extend:
-    """`_recall_more` bound to an engine and a query (a cursor's `extend`)."""
-
-    __slots__ = ("engine", "q")
-
-    def __init__(self, engine: Any, q: str) -> None:
-        self.engine = engine
-        self.q = q
-
-    def __call__(self, at: Any, n: int, into: dict) -> tuple[list, int]:
-        return _recall_more(self.engine, self.q, at, n, into)
 
 
 def plain_answer(engine: Any, params: dict) -> str | None:
@@ -87,7 +69,7 @@ def plain_answer(engine: Any, params: dict) -> str | None:
     if more:
         pairs = (ranked,) if got is None else (view.keys_of(cols[1]), cols[0])   # zipped when followed
         state = partial(_state, snap.version, pairs, k, include_text, fields,
-                        _Extend(engine, q) if sized else None, cand)
+                        RecallMore(engine._recall, q, "sparse", "document") if sized else None, cand)
         cursor = '"nextCursor":"' + engine.cursors.save(state) + '",'
     return '{"hits":' + hits_text + _TAIL % (snap.version, cursor, len(cols[0]) if got is not None else len(ranked),
                                              round((_perf() - t0) * 1000, 3), returned, k, cand)
@@ -100,10 +82,10 @@ def _bulk(snap: Any, view: Any, cols: tuple, k: int, include_text: bool,
     scores, uids = cols
     if not view.has_all(uids) or not all(map(math.isfinite, scores)):
         return None
-    frag_key = include_text if fields is None else (include_text, fields)
-    tail_of = snap.tails.get(frag_key)
+    key_of = frag_key(include_text, fields)
+    tail_of = snap.tails.get(key_of)
     if tail_of is None:
-        tail_of = snap.tails.setdefault(frag_key, {}) if len(snap.tails) < MAX_TAIL_SETS else {}
+        tail_of = snap.tails.setdefault(key_of, {}) if len(snap.tails) < MAX_TAIL_SETS else {}
     page_uids = uids[:k]
     tails = list(map(tail_of.get, page_uids))
     if None in tails:

@@ -50,3 +50,20 @@ def test_saving_from_many_threads_loses_no_state() -> None:
     for t in threads:
         t.join()
     assert len(set(out)) == 300 and sorted(c.load(t)["n"] for t in out) == sorted(100 * i + j for i in range(6) for j in range(50))
+
+
+def test_recall_more_applies_min_score_but_counts_what_recall_found() -> None:
+    from ladr_lab.search.cursors import RecallMore
+
+    calls = []
+
+    def recall(snap, queries, mode, unit, n, pred, fusion, into):
+        calls.append((snap, queries, mode, unit, n, pred, fusion))
+        into["a"] = {"sparse": 3.0}
+        return [("a", 3.0), ("b", 2.0), ("c", 1.0)][:n]
+
+    stages: dict = {}
+    got, found = RecallMore(recall, "q", "sparse", "document", None, 2.0)("snap", 3, stages)
+    assert got == [("a", 3.0), ("b", 2.0)] and found == 3 and stages == {"a": {"sparse": 3.0}}
+    assert calls == [("snap", ["q"], "sparse", "document", 3, None, None)]
+    assert RecallMore(recall, "q", "sparse", "document")("snap", 2, {}) == ([("a", 3.0), ("b", 2.0)], 2)
