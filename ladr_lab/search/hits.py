@@ -121,7 +121,7 @@ def hits_json(snap: Snapshot, page: list, unit: str, stages: dict, state: dict) 
     if mode == "sparse" and not reranked and (not include_vector or (fields is not None and "vector" not in fields)) \
             and (state.get("plain") or all(len(stages.get(key, ())) == 1 for key, _ in page)) \
             and all(map(math.isfinite, [s for _, s in page])):
-        return _sparse_hits_json(snap, page, unit, include_text, records, fields)
+        return sparse_hits_json(snap, page, unit, include_text, records, fields)
     want = _Want(fields)
     include_vector = include_vector and want.vector
     key_of = frag_key(include_text, fields)
@@ -194,7 +194,7 @@ def _page_template(fields: tuple | None, n: int) -> str:
     return got
 
 
-def _sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict,
+def sparse_hits_json(snap: Snapshot, page: list, unit: str, include_text: bool, records: dict,
                       fields: tuple | None = None) -> tuple[str, list]:
     """`hits_json` for the commonest page: BM25 recall only (each hit's score is its only stage score).
     The work is done a page at a time: the static tails looked up in one pass, then one %-format of the

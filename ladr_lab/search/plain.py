@@ -17,8 +17,8 @@ from typing import Any
 
 from .cursors import RecallMore
 from .errors import InvalidRequestParams
-from .hits import _sparse_hits_json, frag_key, sparse_page_json, static_part
-from .request import MAX_QUERY_CHARS, _fields
+from .hits import frag_key, sparse_hits_json, sparse_page_json, static_part
+from .request import MAX_QUERY_CHARS, load_fields
 
 MAX_TAIL_SETS = 16   # hit-field selections a snapshot keeps tails for
 PLAIN_KEYS = frozenset(("query", "k", "mode", "includeText", "fields"))
@@ -46,7 +46,7 @@ def plain_answer(engine: Any, params: dict) -> str | None:
     fields = params.get("fields")
     if fields is not None:
         try:
-            fields = _fields(fields)
+            fields = load_fields(fields)
         except InvalidRequestParams:
             return None
     snap = engine.corpus.sync()
@@ -61,7 +61,7 @@ def plain_answer(engine: Any, params: dict) -> str | None:
         page = ranked[:k]
         if not all(map(math.isfinite, [s for _, s in page])):
             return None
-        hits_text, keys = _sparse_hits_json(snap, page, "document", include_text, snap.docs, fields)
+        hits_text, keys = sparse_hits_json(snap, page, "document", include_text, snap.docs, fields)
         returned, more = len(keys), len(page) < len(ranked)
     else:
         hits_text, returned, more = got

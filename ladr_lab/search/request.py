@@ -112,7 +112,7 @@ def _show(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _fields(v: Any) -> tuple[str, ...] | None:
+def load_fields(v: Any) -> tuple[str, ...] | None:
     """A `fields` selection as the hit fields it keeps, in HIT_FIELDS order (`id` always); None: every field."""
     if v is None:
         return None
@@ -178,7 +178,7 @@ def load_request(params: Any) -> RetrieveRequest:
     req.index_version = _str(params, "indexVersion")
     req.strict = _bool(params, "strict", True)
     req.cursor = _str(params, "cursor")
-    req.fields = _fields(params.get("fields"))
+    req.fields = load_fields(params.get("fields"))
 
     fusion = params.get("fusion")
     if fusion is not None:
