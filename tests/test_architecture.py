@@ -17,14 +17,14 @@ PKG = Path(__file__).resolve().parents[1] / "ladr_lab"
 
 # module (first component below ladr_lab) -> layer; a module may import only its own layer or lower ones
 LAYERS = {
-    "errors": 0,
+    "errors": 0, "cachedir": 0,
     "jsonx": 1, "slate": 1, "display": 1,
     "round": 2, "config": 2, "models": 2, "trace": 2,
     "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
-HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch")
-HEAVY_ALLOWED = {"litellm": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"}}
+HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp")
+HEAVY_ALLOWED = {"litellm": {"models"}, "llama_cpp": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"}}
 # jsonschema's own packages, imported with it: routed through the same single owner
 HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
 # within a layer, packages that stand below their neighbours: what they may import of ladr_lab

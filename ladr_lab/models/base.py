@@ -23,7 +23,8 @@ __all__ = ["CallInfo", "Completion", "Model", "Recording", "estimate_message_tok
 @dataclass(frozen=True)
 class Completion:
     """One model answer: its text plus token counts, cost in USD, latency in seconds, model name, and
-    where it came from (`provenance`: live, recorded, scripted, offline or edited)."""
+    where it came from (`provenance`: live, recorded, scripted, offline or edited) and whether its decoding was
+    constrained (`constrained`, see models/local.py)."""
 
     text: str
     tokens_in: int = 0
@@ -32,6 +33,7 @@ class Completion:
     latency: float = 0.0
     model: str = ""
     provenance: str = "live"
+    constrained: str | None = None      # how decoding was constrained (`"request"`: requestMatch JSON or prose), if it was
 
     @classmethod
     def of_text(cls, text: str, messages: list[dict], *, model: str = "", provenance: str = "live") -> Completion:

@@ -203,6 +203,7 @@ class ReplayModel:
             latency=float(event.latency or 0.0),
             model=event.model or self.name,
             provenance="recorded",
+            constrained=event.constrained,
         )
 
     @staticmethod

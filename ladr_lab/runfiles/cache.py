@@ -24,11 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cachedir import CACHE_ENV, cache_root
 from .index import SCHEMA_VERSION
 from .masking import Masker
 from .readings import RecordInterpreter
 
-CACHE_ENV = "LADR_LAB_CACHE_DIR"
 MAX_BYTES = 2 << 30          # 2 GiB of indexes
 MAX_AGE_DAYS = 30.0
 GRACE_SECONDS = 600.0
@@ -40,12 +40,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def cache_dir() -> Path:
     """The folder cached run-file indexes go to (see the module docstring); not created here."""
-    root = os.environ.get(CACHE_ENV)
-    if root:
-        return Path(root).expanduser() / "runfiles"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) else Path.home() / ".cache"
-    return base / "ladr_lab" / "runfiles"
+    return cache_root() / "runfiles"
 
 
 def index_name(run_dir: str | Path, owner: str, *, interpreter: RecordInterpreter | None = None,

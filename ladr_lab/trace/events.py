@@ -216,7 +216,7 @@ class LlmCall(Event):
 
     TYPE: ClassVar[str] = "llm_call"
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error", "verdict",
-                                                    "provenance", "sections"})
+                                                    "provenance", "sections", "constrained"})
     step: str
     node: int
     round: int
@@ -238,6 +238,7 @@ class LlmCall(Event):
     verdict: Judgement | None = None
     provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited
     sections: tuple[SectionSpan, ...] | None = None   # the user message's parts, written [kind, name, chars]
+    constrained: str | None = None   # decoding constrained by the model (`"request"`: requestMatch JSON or prose)
 
     def __post_init__(self) -> None:
         # a trace (or a caller) gives `[kind, name, chars]` lists: held as spans, written back as the same lists

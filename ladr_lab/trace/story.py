@@ -445,6 +445,18 @@ def _label(step: str, node: int | None = None, round: int | None = None, iterati
     return " · ".join(bits)
 
 
+CONSTRAINED = {"request": "the model's decoding was constrained to a JSON object valid against requestMatch, or prose"}
+
+
+def _why(e: LlmCall) -> str | None:
+    """The call's reason, and, when the model constrained its decoding, that it did (a constrained output cannot be a
+    malformed request: the lesson of an unconstrained run is that it can)."""
+    if not e.constrained:
+        return e.reason
+    note = CONSTRAINED.get(e.constrained, f"the model's decoding was constrained ({e.constrained})")
+    return f"{e.reason} [{note}]" if e.reason else f"[{note}]"
+
+
 def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:
     if not isinstance(req, dict):
         return ()
@@ -457,7 +469,7 @@ def describe(e: Event, iteration: int | None = None) -> Story:
     if isinstance(e, LlmCall):
         sections = tuple(SectionSpan(str(k), str(n), int(c)) for k, n, c in (e.sections or ()))
         return RoundStory(event=e, label=_label(e.step, e.node, e.round, e.iteration or 1), tag=round_tag(e),
-                          why=e.reason, verdict=VerdictStory.of(e.verdict), request=_request(e.request),
+                          why=_why(e), verdict=VerdictStory.of(e.verdict), request=_request(e.request),
                           top_k=e.top_k, fetched=tuple(FetchRow.of(f) for f in e.fetched or ()),
                           output=e.output or "", error=e.error, tokens_in=e.tokens_in or 0,
                           tokens_out=e.tokens_out or 0, cost=e.cost or 0.0, latency=e.latency or 0.0,
