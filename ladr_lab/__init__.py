@@ -52,6 +52,7 @@ from .models import (
     ReplayDivergence,
     ReplayModel,
     ScriptedModel,
+    WeightsError,
     get_model,
 )
 from .round import FORCED_FINAL_LINE
@@ -113,6 +114,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "WatchedLadder",
+    "WeightsError",
     "cost_report",
     "diff_prompts",
     "diff_runs",

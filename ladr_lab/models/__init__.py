@@ -14,6 +14,7 @@ from .offline import OfflineModel
 from .registry import get_model
 from .replay import ReplayDivergence, ReplayModel
 from .scripted import ScriptedModel
+from .weights import WeightsError
 
 __all__ = [
     "CallInfo",
@@ -26,6 +27,7 @@ __all__ = [
     "ReplayDivergence",
     "ReplayModel",
     "ScriptedModel",
+    "WeightsError",
     "estimate_tokens",
     "get_model",
 ]

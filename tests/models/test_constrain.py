@@ -13,7 +13,7 @@ from ladr_lab.errors import ModelError
 from ladr_lab.round.validators import make_validator
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="the local extra (llama-cpp-python) is not installed")
-from ladr_lab.models.constrain import lower_schema, constrained_grammar  # noqa: E402  (after the skip: it needs llama_cpp)
+from ladr_lab.models.constrain import constrained_grammar, lower_schema  # noqa: E402  (after the skip: it needs llama_cpp)
 
 ROOT = Path(__file__).resolve().parents[2]
 
