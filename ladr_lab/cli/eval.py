@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import LadrError
 from ._common import _json_errors, _kv
+from .model_args import add_model_options, model_options
 from .run import _positive
 
 
@@ -25,7 +26,7 @@ def cmd_eval(a) -> int:
         ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
                       isolate_slates=a.isolate_slates, resume=not a.restart,
-                      progress=not a.no_progress and not a.json)
+                      progress=not a.no_progress and not a.json, model_options=model_options(a))
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = ev.counts()
@@ -45,7 +46,7 @@ def add_parser(sub) -> None:
                    help="a .csv or .jsonl file: column id names the row, context (or input) sets input.context, "
                         "any other column input.NAME")
     p.add_argument("--out", required=True, metavar="DIR", help="traces/, results.jsonl and results.csv go here")
-    p.add_argument("--model", help="offline (default), script:PATH, or a litellm model name")
+    p.add_argument("--model", help="offline (default), script:PATH, local[:NAME], or a litellm model name")
     p.add_argument("--concurrency", type=_positive, default=4, metavar="N", help="rows run at once (default 4)")
     p.add_argument("--knob", action="append", default=[], metavar="K=V")
     p.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
@@ -55,4 +56,5 @@ def add_parser(sub) -> None:
                                                           "rows finished with the same ladder and inputs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON summary line")
+    add_model_options(p)
     p.set_defaults(fn=cmd_eval)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, LadrError
 from ._common import _fail, _kv, _problems
+from .model_args import add_model_options, model_options
 from .printer import RoundPrinter
 
 
@@ -50,12 +51,15 @@ def cmd_run(a) -> int:
     except ValueError as exc:
         return _fail(a, str(exc), 2)
     try:
+        options = model_options(a)
         if a.then:
             from ..models import get_model
-            model = get_model(model, then=a.then, base_dir=ladder.base_dir)
+            model = get_model(model, then=a.then, base_dir=ladder.base_dir, options=options)
+            options = {}
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
-                  max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge)
+                  max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge,
+                  model_options=options)
         check = getattr(run.model, "check", None)
         if callable(check):     # a missing API key or unknown model: said now, not after litellm's retries
             check()
@@ -92,7 +96,8 @@ def add_parser(sub) -> None:
     r.add_argument("ladder")
     r.add_argument("--input", help="sets input.context")
     r.add_argument("--input-json", help="a JSON object of other input fields (input.NAME)")
-    r.add_argument("--model", help="offline (default), script:PATH, replay:TRACE, or a litellm model name")
+    r.add_argument("--model", help="offline (default), script:PATH, replay:TRACE, local[:NAME|:PATH.gguf], or a "
+                                   "litellm model name")
     r.add_argument("--then", metavar="MODEL", help="with --model replay:TRACE: answer live with MODEL from the "
                                                    "first divergence on (mixed replay) instead of stopping there")
     r.add_argument("--knob", action="append", default=[], metavar="K=V")
@@ -107,6 +112,7 @@ def add_parser(sub) -> None:
     r.add_argument("--max-round-chars", type=_positive, metavar="N",
                    help="bound one round's retrieved block to N characters (default 200,000)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
+    add_model_options(r)
     r.set_defaults(fn=cmd_run)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from ..config.model import Ladder
 from ..display import Displayable
@@ -99,14 +100,17 @@ class Run(Displayable):
     or to the end (`run`). As a notebook cell's value it shows its status, the next prompt and the rounds so far.
 
     `max_fetch_chars` bounds one retrieved entry (and a slateRead of a whole file), `max_round_chars` one
-    round's retrieved block (see `engine.retrieve.Limits` for the defaults and why)."""
+    round's retrieved block (see `engine.retrieve.Limits` for the defaults and why). `model_options` (temperature,
+    seed, grammar, constrain, ...: models/options.py) go to the run's model when it is made from a name; a model
+    that does not take one refuses it at once. A step's own `model:` is made without them."""
 
     def __init__(self, ladder: Ladder | str | Path, *, model: str | Model | None = None, input: str | None = None,
                  inputs: dict | None = None, slates: Mapping[str, str | Path] | None = None,
                  store: SlateStore | None = None, trace: Trace | None = None, trace_out: str | Path | None = None,
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  max_fetch_chars: int | None = None, max_round_chars: int | None = None,
-                 knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None) -> None:
+                 knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None,
+                 model_options: Mapping[str, Any] | None = None) -> None:
         defaults = Limits()
         self.limits = Limits(entry_chars=_bound("max_fetch_chars", max_fetch_chars, defaults.entry_chars),
                              round_chars=_bound("max_round_chars", max_round_chars, defaults.round_chars))
@@ -120,12 +124,12 @@ class Run(Displayable):
         self.depth = 0
         self.run_id = uuid.uuid4().hex[:12]
         self.store = store or SlateStore()
-        self.trace = trace or Trace(trace_out)
         self._own_models: list[Model] = []
         model_spec = model if model is not None else (ladder.model or "offline")
-        self.model = get_model(model_spec, base_dir=ladder.base_dir)
+        self.model = get_model(model_spec, base_dir=ladder.base_dir, options=model_options)
         if not hasattr(model_spec, "complete"):
             self._own_models.append(self.model)
+        self.trace = trace or Trace(trace_out)     # after the model: a model refused leaves no empty trace behind
         if not self.inputs and isinstance(self.model, Recording) and self.model.recorded_inputs:
             self.inputs = dict(self.model.recorded_inputs)   # a replay reuses the recorded inputs unless new ones are given
         if tracer is not None:

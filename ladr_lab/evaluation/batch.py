@@ -238,11 +238,13 @@ class _Recorder:
 def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrency: int = 4,
              out: str | Path | None = None, slates: Mapping[str, str | Path] | None = None,
              knobs: dict | None = None, isolate_slates: bool = False, resume: bool = True, progress: bool = True,
-             max_fetch_chars: int | None = None, max_round_chars: int | None = None) -> Evaluation:
+             max_fetch_chars: int | None = None, max_round_chars: int | None = None,
+             model_options: Mapping[str, Any] | None = None) -> Evaluation:
     """Run a ladder over many inputs (a DataFrame, a CSV or JSONL file, or a list of mappings), `concurrency`
     rows at a time, with a progress bar; one trace per row and the results table go to `out` (a new
     temporary folder by default). Finished rows of an earlier, interrupted evaluation in `out` are not run
-    again (`resume=False` starts afresh). Returns the Evaluation (`.results` is the DataFrame)."""
+    again (`resume=False` starts afresh); `model_options` go to each row's model (and into the rows' fingerprint).
+    Returns the Evaluation (`.results` is the DataFrame)."""
     import shutil
     import tempfile
 
@@ -258,6 +260,9 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     unknown = sorted(set(slates or {}) - {d.title for d in lad.slates})
     if unknown:
         raise LadrError(f"slates names undeclared slate(s): {', '.join(unknown)}")
+    if model_options:      # an option the model does not take is said once, now, not as an error in every row
+        from ..models import get_model
+        get_model(model if model is not None else lad.model, base_dir=lad.base_dir, options=model_options).close()
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-eval-"))
     (out / "traces").mkdir(parents=True, exist_ok=True)
     if not resume and (out / RESULTS).exists():
@@ -272,7 +277,8 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     todo: list[tuple[int, str, dict, str]] = []
     finished: list[dict] = []
     for pos, (rid, fields) in enumerate(rows, 1):
-        fp = _fingerprint(lad, knobs, str(model_name), fields)
+        fp = _fingerprint(lad, knobs, str(model_name) + (json.dumps(dict(model_options), sort_keys=True, default=str)
+                                                         if model_options else ""), fields)
         prev = done.get(rid)
         if prev is not None and prev.get("fingerprint") == fp:
             finished.append({**prev, "pos": pos})
@@ -300,7 +306,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
                         shutil.copytree(bound[title], copy, ignore=shutil.ignore_patterns(".ladr"))
                     bound[title] = copy
             run = Run(lad, model=model, inputs=fields, slates=bound, trace_out=out / rel,
-                      max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars)
+                      max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, model_options=model_options)
             try:
                 res = run.run()
             finally:       # an interrupt leaves the run unfinished: still close its trace file and models

@@ -4,12 +4,14 @@
 - ScriptedModel — scripted outputs per step/node (`script:PATH`), also for users' own tests
 - ReplayModel — answers from a recorded trace and reports the first divergence (`replay:PATH`)
 - LiteLLMModel — any litellm model string; litellm is imported on the first call only
+- LocalModel — a GGUF model run in-process by llama.cpp (`local`, `local:NAME`), from packaged weights
 - get_model — name → Model
 - Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
 """
 from .base import CallInfo, Completion, Model, Recording, estimate_tokens
 from .embedding import LiteLLMEmbedder
 from .litellm_model import LiteLLMModel
+from .local import LocalModel
 from .offline import OfflineModel
 from .registry import get_model
 from .replay import ReplayDivergence, ReplayModel
@@ -21,6 +23,7 @@ __all__ = [
     "Completion",
     "LiteLLMEmbedder",
     "LiteLLMModel",
+    "LocalModel",
     "Model",
     "OfflineModel",
     "Recording",

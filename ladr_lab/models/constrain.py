@@ -38,19 +38,27 @@ MAX_ENUM_RANGE = 256   # an integer range up to this many values is written as t
 PROSE = 'prose ::= [^{\\[ \\t\\r\\n`\\x00] [^{`\\x00]*\n'
 
 
-def constrained_grammar(schema: dict, where: str = "requestMatch") -> str:
-    """The GBNF grammar of `constrain="request"`: a JSON object valid against `schema`, or prose (see the module
-    docstring). ModelError naming the keyword and where it is when `schema` holds one the grammar cannot express."""
-    lowered = lower_schema(json.loads(json.dumps(schema)), where, "")
+def constrained_grammar(schema: dict | None, where: str = "requestMatch", *, answer: dict | bool | None = None,
+                        answer_where: str = "the output schema") -> str:
+    """The GBNF grammar of `constrain="request"`: a JSON object valid against `schema` (the requestMatch; None on a
+    call that may not retrieve, such as the forced final) or an answer: prose, or, when the step tests its output
+    against a schema (`answer`: slateWrite.match or if.jsonMatches), JSON valid against that schema. ModelError naming
+    the keyword and where it is when a schema holds one the grammar cannot express."""
     from llama_cpp.llama_grammar import SchemaConverter
 
     conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-    try:
-        conv.visit(conv.resolve_refs(lowered, "requestMatch"), "request")
-    except (AssertionError, ValueError, KeyError, TypeError, NotImplementedError) as exc:
-        raise ModelError(f"constrain: request cannot turn {where} into a grammar: {exc}") from exc
+    choices = []
+    for sub, rule, at in ((schema, "request", where), (answer, "answer", answer_where)):
+        if sub is None or sub is False:
+            continue
+        lowered = lower_schema(json.loads(json.dumps(sub)), at, "")
+        try:
+            choices.append(conv.visit(conv.resolve_refs(lowered, rule), rule))
+        except (AssertionError, ValueError, KeyError, TypeError, NotImplementedError) as exc:
+            raise ModelError(f"constrain: request cannot turn {at} into a grammar: {exc}") from exc
     text = conv.format_grammar().replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1F\\x7F]')  # JSON: no raw control chars
-    return text.rstrip("\n") + "\nroot ::= request | prose\n" + PROSE
+    lines = [line for line in text.splitlines() if not line.startswith("root ::=")]
+    return "\n".join([*lines, "root ::= " + " | ".join([*choices, "prose"]), PROSE.rstrip("\n")]) + "\n"
 
 
 def lower_schema(node: Any, where: str, at: str) -> Any:
@@ -97,8 +105,9 @@ def lower_schema(node: Any, where: str, at: str) -> Any:
                      f"grammar would let through what requestMatch refuses): leave constrain out, or drop it")
 
 
-def check_constrained(text: str, schema: dict, name: str) -> None:
-    """A constrained output that looks like JSON must be valid against requestMatch (the grammar promised it)."""
+def check_constrained(text: str, schema: dict | None, name: str, *, answer: dict | bool | None = None) -> None:
+    """A constrained output that looks like JSON must be valid against requestMatch (`schema`) or the step's output
+    schema (`answer`): the grammar promised it."""
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
         return
@@ -109,7 +118,11 @@ def check_constrained(text: str, schema: dict, name: str) -> None:
     except ValueError as exc:
         raise ModelError(f'model "{name}": a constrained output starts like JSON but does not parse (a gap in the '
                          f"grammar; please report it): {exc}") from exc
-    errors = list(make_validator(schema).iter_errors(value))
-    if errors:
-        raise ModelError(f'model "{name}": a constrained output is JSON that requestMatch refuses (a gap in the '
-                         f"grammar; please report it): {errors[0].message[:300]}")
+    schemas: list[dict] = [s if isinstance(s, dict) else {} for s in (schema, answer) if s is not None and s is not False]
+    if any(make_validator(s).is_valid(value) for s in schemas):
+        return
+    errors = list(make_validator(schemas[0]).iter_errors(value)) if schemas else []
+    what = "requestMatch" if schema is not None else "the output schema"
+    detail = errors[0].message[:300] if errors else "no JSON was allowed on this call"
+    raise ModelError(f'model "{name}": a constrained output is JSON that {what} refuses (a gap in the '
+                     f"grammar; please report it): {detail}")

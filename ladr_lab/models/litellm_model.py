@@ -4,7 +4,13 @@ This is the only module that imports litellm, and only inside `complete()`, righ
 `LITELLM_LOCAL_MODEL_COST_MAP=True` so that importing litellm never fetches the cost map from the
 network. Extra constructor keywords are passed to `litellm.completion` as they are (temperature,
 api_base, timeout, and `mock_response="..."`, which answers without any network call — handy in
-tests). Hints from the runtime are not forwarded.
+tests). Hints from the runtime are not forwarded, except under `constrain="request"`: then each call carries the
+grammar made from its requestMatch (models/constrain.py) in the request body's `grammar`, which llama.cpp's
+OpenAI-compatible server reads; `grammar="GBNF"` sends one fixed grammar the same way.
+
+litellm prints to stdout on its own (`Provider List: https://docs.litellm.ai/docs/providers` around calls to an
+OpenAI-compatible server whose answers name a model it does not know): `litellm.suppress_debug_info` is set on
+import, so a run's round printout stays readable.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ def _import_litellm():
         import litellm
     except ImportError as exc:  # pragma: no cover - litellm is a declared dependency
         raise ModelError(f"litellm is not installed ({exc}); install it or use model: offline") from exc
+    litellm.suppress_debug_info = True    # its own "Provider List: ..." prints would break into the round printout
     return litellm
 
 
@@ -43,6 +50,18 @@ class LiteLLMModel:
     def __init__(self, name: str, *, max_concurrency: int = 8, **params) -> None:
         self.name = name
         self.max_concurrency = max_concurrency
+        self.constrain = params.pop("constrain", None)
+        grammar = params.pop("grammar", None)
+        if self.constrain and grammar:
+            raise ModelError(f'model "{name}": give "constrain" or "grammar", not both')
+        if self.constrain:
+            from .local import local_runtime_missing
+
+            missing = local_runtime_missing()
+            if missing:
+                raise ModelError(f'model "{name}": constrain needs llama.cpp\'s grammar converter; {missing}')
+        if grammar:
+            params["extra_body"] = {**(params.get("extra_body") or {}), "grammar": grammar}
         self.params = params
         self._checked = False
 
@@ -75,9 +94,10 @@ class LiteLLMModel:
         """Call `litellm.completion(model=name, messages=messages, **params)` and measure it."""
         litellm = _import_litellm()
         self.check()  # before litellm's retries, so a missing key is said at once
+        params, constrained = self._params_for(call)
         start = time.perf_counter()
         try:
-            resp = litellm.completion(model=self.name, messages=messages, **self.params)
+            resp = litellm.completion(model=self.name, messages=messages, **params)
         except Exception as exc:
             raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
         latency = time.perf_counter() - start
@@ -99,7 +119,20 @@ class LiteLLMModel:
             cost=cost,
             latency=latency,
             model=self.name,
+            constrained=constrained,
         )
+
+    def _params_for(self, call: CallInfo | None) -> tuple[dict, str | None]:
+        """The call's litellm keywords: under constrain, the grammar of this call's requestMatch in the body."""
+        if not self.constrain or call is None:
+            return self.params, ("grammar" if "grammar" in (self.params.get("extra_body") or {}) else None)
+        from .constrain import constrained_grammar
+
+        may_request = call.request_match is not None and not call.forced_final
+        grammar = constrained_grammar(call.request_match if may_request else None, f'step "{call.step}" requestMatch',
+                                      answer=call.output_schema, answer_where=f'step "{call.step}" output schema')
+        body = {**(self.params.get("extra_body") or {}), "grammar": grammar}
+        return {**self.params, "extra_body": body}, "request" if may_request else "answer"
 
     def close(self) -> None:
         """Nothing held between calls (litellm pools its own connections)."""

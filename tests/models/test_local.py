@@ -1,0 +1,171 @@
+"""`model: local`: a real GGUF model run in-process by llama.cpp from packaged weights (issue 19).
+
+The tests that need the runtime and the default packaged model (Qwen2.5-Coder-0.5B-Instruct) skip without them,
+unless LADR_REQUIRE_LOCAL_MODEL is set (as .ci/run sets it after installing the `local` extra): then a missing
+runtime or weights fail them instead."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ladr_lab.errors import ModelError
+from ladr_lab.models import CallInfo, get_model
+from ladr_lab.round.validators import make_validator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "the local extra (llama-cpp-python) is not installed"
+    from ladr_lab.models.weights import CATALOGUE, DEFAULT_LOCAL, WeightsError, installed_parts
+
+    try:
+        installed_parts(CATALOGUE[DEFAULT_LOCAL])
+    except WeightsError as exc:
+        return str(exc)
+    return None
+
+
+MISSING = _missing()
+if MISSING and os.environ.get("LADR_REQUIRE_LOCAL_MODEL"):
+    raise RuntimeError(f"LADR_REQUIRE_LOCAL_MODEL is set but {MISSING}")
+needs_model = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+SMALL = yaml.safe_load((ROOT / "examples" / "research_small.yaml").read_text())["steps"][0]["retrieve"]["requestMatch"]
+TIGHT = yaml.safe_load((ROOT / "examples" / "pitfall_tight.yaml").read_text())["steps"][0]["retrieve"]["requestMatch"]
+
+
+def test_without_the_runtime_local_says_which_package_to_install_at_once(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    for name in ("local", "local:1.5b", " local "):
+        with pytest.raises(ModelError) as err:
+            get_model(name)
+        assert 'pip install "ladr_lab[local]"' in str(err.value) and "llama-cpp-python" in str(err.value)
+    done = subprocess.run([sys.executable, "-c", "import importlib.util, sys\n"
+                           "real = importlib.util.find_spec\n"
+                           "importlib.util.find_spec = lambda n, *a: None if n == 'llama_cpp' else real(n, *a)\n"
+                           "from ladr_lab.cli import main\nsys.exit(main(['run', 'examples/research_small.yaml', "
+                           "'--model', 'local', '--input', 'q']))"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and 'pip install "ladr_lab[local]"' in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_near_miss_of_local_is_said_as_such():
+    with pytest.raises(ModelError, match='did you mean "local"'):
+        get_model("lcoal")
+    with pytest.raises(ModelError, match='did you mean "local:1.5b"'):
+        get_model("locl:1.5b")
+
+
+@needs_model
+def test_an_unknown_packaged_name_or_option_is_refused_naming_the_near_one():
+    with pytest.raises(ModelError, match='did you mean "local:qwen2.5-coder-0.5b"'):
+        get_model("local:qwen2.5-coder-0.5")
+    with pytest.raises(ModelError, match='takes no option "temprature"; did you mean "temperature"'):
+        get_model("local", options={"temprature": 0})
+    with pytest.raises(ModelError, match="not a GBNF grammar llama.cpp can read"):
+        get_model("local", options={"grammar": "root ::= ("})
+    with pytest.raises(ModelError, match='give "constrain" or "grammar", not both'):
+        get_model("local", options={"grammar": 'root ::= "a"', "constrain": "request"})
+
+
+@needs_model
+def test_the_model_is_loaded_once_per_process_and_shared():
+    from ladr_lab.models import local
+
+    a, b = get_model("local"), get_model("local", options={"temperature": 0.5, "seed": 3})
+    a.check()
+    b.check()
+    loaded = [k for k in local._RUNTIMES if k[0] == str(a.path.resolve())]
+    assert len(loaded) == 1 and a.max_concurrency == 1
+    assert a.options["temperature"] == 0.0 and a.options["seed"] == 0 and b.options["temperature"] == 0.5
+
+
+MSGS = [{"role": "system", "content": "You answer in one short sentence."},
+        {"role": "user", "content": "Question:\nWhat colour is the sky on a clear day?"}]
+
+
+@needs_model
+def test_greedy_by_default_so_a_call_repeats_and_the_prompt_prefix_is_reused():
+    model = get_model("local", options={"max_tokens": 24})
+    first = model.complete(MSGS)
+    again = model.complete(MSGS)
+    assert first.text == again.text and first.text.strip()
+    assert first.tokens_in == again.tokens_in > 10 and first.model == "local:qwen2.5-coder-0.5b"
+    longer = [MSGS[0], {"role": "user", "content": MSGS[1]["content"] + "\n\nRetrievedDocuments 1:\n--- sky.md ---\n"
+                                                   "The sky is blue because air scatters blue light most."}]
+    third = model.complete(longer)
+    s = model.stats[-1]
+    assert third.tokens_in > first.tokens_in
+    # round N+1 re-reads only what round N appended: the shared system+question prefix comes from the cache
+    assert s.cached_tokens >= first.tokens_in - 8
+    assert s.prompt_tokens - s.cached_tokens <= (third.tokens_in - first.tokens_in) + 8
+
+
+@needs_model
+def test_a_prompt_longer_than_the_context_is_a_model_error_naming_n_ctx():
+    model = get_model("local", options={"n_ctx": 256, "max_tokens": 8})
+    long = [{"role": "user", "content": "word " * 600}]
+    with pytest.raises(ModelError, match="raise the option n_ctx \\(now 256\\)"):
+        model.complete(long)
+
+
+NUDGES = [
+    'Reply with exactly this and nothing else: {"request": {}}',
+    'Reply with exactly this JSON: {"files": "retrieve/dedup.md", "why": "it fits"}',
+    'Reply with a JSON list of three file names.',
+    'Reply with the files you need as JSON: {"files": ["retrieve/dedup.md"]}',
+    'Answer the question in one sentence of prose.',
+    'Reply in a ```json fenced block with {"file": "a.md"}',
+]
+
+
+@needs_model
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(NUDGES), st.sampled_from([SMALL, TIGHT]))
+def test_a_constrained_output_is_json_requestmatch_accepts_or_prose(nudge, schema):
+    model = get_model("local", options={"constrain": "request", "max_tokens": 96})
+    msgs = [{"role": "system", "content": nudge}, {"role": "user", "content": "Question:\nHow does dedup work?"}]
+    out = model.complete(msgs, call=CallInfo(step="research", request_match=schema))
+    assert out.constrained == "request"
+    text = out.text
+    if text.lstrip().startswith(("{", "[")):
+        assert make_validator(schema).is_valid(json.loads(text)), text
+    else:
+        assert text and text[0] not in " \t\r\n`" and "{" not in text and "`" not in text, text
+
+
+@needs_model
+def test_a_constrained_forced_final_is_an_answer_never_a_request():
+    model = get_model("local", options={"constrain": "request", "max_tokens": 48})
+    msgs = [{"role": "system", "content": NUDGES[3]}, {"role": "user", "content": "Question:\nHow does dedup work?"
+                                                                              "\n\nRetrieval budget exhausted. "
+                                                                              "Produce your final answer now."}]
+    out = model.complete(msgs, call=CallInfo(step="research", request_match=SMALL, forced_final=True))
+    assert out.constrained == "answer"
+    assert not out.text.lstrip().startswith(("{", "[")) and "{" not in out.text
+
+
+@needs_model
+def test_a_run_of_the_small_model_example_from_the_cli(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    done = subprocess.run([sys.executable, "-m", "ladr_lab", "run", "examples/research_small.yaml", "--model", "local",
+                           "--constrain", "request", "--input", "How does deduplication work across retrieval rounds?",
+                           "--trace-out", str(trace)], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = [json.loads(line) for line in trace.read_text().splitlines() if '"llm_call"' in line]
+    assert 1 <= len(calls) <= 3                       # maxRounds 2 + the forced final
+    assert all(c["model"] == "local:qwen2.5-coder-0.5b" and c["constrained"] in ("request", "answer") for c in calls)
+    assert all(c["tokens_in"] > 100 for c in calls)
+    assert "[the model's decoding was constrained" in done.stdout
+    assert "Provider List" not in done.stdout and "llama" not in done.stderr.lower()
