@@ -42,10 +42,22 @@ def codes(report) -> list[str]:
     return sorted({f.code for f in report.findings})
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "examples").glob("*.yaml") if not p.name.startswith("pitfall_")),
+                         ids=lambda p: p.name)
 def test_the_examples_avoid_every_pitfall(path):
     report = lint(path)
     assert report.ok and report.findings == [], report.format()
+
+
+def test_the_pitfall_examples_show_their_pitfall_to_lint():
+    """examples/pitfall_*.yaml are seed 001's pitfalls on purpose (for a real model, notebooks/07_real_model.ipynb):
+    lint finds the loose schema statically, and the tight one both statically (the prompt's example fails it) and from
+    the local model's recorded run, where it never matched."""
+    assert "loose-request-match" in codes(lint(ROOT / "examples" / "pitfall_loose.yaml"))
+    tight = ROOT / "examples" / "pitfall_tight.yaml"
+    static = codes(lint(tight))
+    assert "prompt-example-unmatched" in static and "request-never-matches" not in static
+    assert "request-never-matches" in codes(lint(tight, traces=[ROOT / "notebooks" / "recorded" / "tight.jsonl"]))
 
 
 def test_a_careful_ladder_is_clean(tmp_path):
