@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["CHROMIUM", "CHROMIUM_ARGS", "REPO", "TOKEN", "LabServer", "chromium", "cleared_copy", "missing",
-           "run_all_cells", "screenshots_dir"]
+           "notebook_in_lab", "run_all_cells", "screenshots_dir"]
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -46,7 +46,8 @@ def missing() -> str | None:
 
 def cleared_copy(notebook: Path, root: Path) -> Path:
     """Copy `notebook` into `root/notebooks/` without outputs or saved widget state (stale outputs cannot fake a
-    pass), with the repository's examples and sample slates linked beside it, as in a checkout."""
+    pass), with the repository's examples and sample slates linked beside it, as in a checkout, and the recorded
+    runs notebook 07 replays (`notebooks/recorded/`) linked into the copy's folder."""
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
@@ -57,6 +58,9 @@ def cleared_copy(notebook: Path, root: Path) -> Path:
     (root / "notebooks").mkdir(parents=True, exist_ok=True)
     for name in ("examples", "sample_slates"):
         (root / name).symlink_to(REPO / name, target_is_directory=True)
+    recorded = notebook.parent / "recorded"
+    if recorded.is_dir() and not (root / "notebooks" / "recorded").exists():
+        (root / "notebooks" / "recorded").symlink_to(recorded, target_is_directory=True)
     out = root / "notebooks" / notebook.name
     out.write_text(json.dumps(nb, indent=1), encoding="utf-8")
     return out
@@ -208,11 +212,49 @@ def chromium(viewport: tuple[int, int] = (1280, 900)) -> Iterator:
             browser.close()
 
 
+_EMPTIED: set[Path] = set()
+
+
 def screenshots_dir() -> Path:
-    """Where screenshots go: $LADR_SCREENSHOTS or tests/browser/screenshots (git-ignored), emptied of old PNGs."""
+    """Where screenshots go: $LADR_SCREENSHOTS or tests/browser/screenshots (git-ignored), emptied of old PNGs the
+    first time a session asks (each notebook's test module asks, and keeps the others' screenshots)."""
     out = Path(os.environ.get("LADR_SCREENSHOTS") or Path(__file__).parent / "screenshots")
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.png"):
-        old.unlink()
+    if out.resolve() not in _EMPTIED:
+        for old in out.glob("*.png"):
+            old.unlink()
+        _EMPTIED.add(out.resolve())
     return out
+
+
+@contextlib.contextmanager
+def notebook_in_lab(notebook: Path, work: Path, shots: Path, timings: dict[str, float],
+                    timeout_ms: float = 60_000) -> Iterator:
+    """A cleared copy of `notebook` open in JupyterLab in headless Chromium with every cell run: yields the page.
+    `timings` gets "server up" and "cells run" (seconds); on a failure the page is saved as `NN_FAILED.png` and
+    the page errors and the server log's tail are printed."""
+    from playwright.sync_api import expect
+
+    root = work / "root"
+    root.mkdir()
+    cleared_copy(notebook, root)
+    t0 = time.monotonic()
+    with LabServer(root, work) as server, chromium() as page:
+        timings["server up"] = time.monotonic() - t0
+        page.set_default_timeout(timeout_ms)
+        expect.set_options(timeout=timeout_ms)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(server.notebook_url(f"notebooks/{notebook.name}"), wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+            page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.collapseLeft()")   # room for the widgets
+            run_all_cells(page, timeout_ms)
+            server.note_kernels()
+            timings["cells run"] = time.monotonic() - t0
+            yield page
+        except BaseException:
+            page.screenshot(path=str(shots / f"{notebook.name[:2]}_FAILED.png"))
+            print("page errors:", errors[:10], "\nserver log:\n", server.log_tail())
+            raise
 

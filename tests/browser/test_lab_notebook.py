@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.browser.lab import REPO, LabServer, chromium, cleared_copy, missing, run_all_cells, screenshots_dir
+from tests.browser.lab import REPO, missing, notebook_in_lab, screenshots_dir
 
 MISSING = missing()
 if MISSING and os.environ.get("LADR_REQUIRE_BROWSER_TEST"):
@@ -27,35 +27,13 @@ TIMEOUT_MS = 60_000
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """Notebook 01 open in JupyterLab with every cell run: (page, screenshot folder, timings)."""
-    from playwright.sync_api import expect
-
-    work = tmp_path_factory.mktemp("lab")
-    root = work / "root"
-    root.mkdir()
-    cleared_copy(NOTEBOOK, root)
     shots = screenshots_dir()
     timings: dict[str, float] = {}
-    t0 = time.monotonic()
-    with LabServer(root, work) as server, chromium() as page:
-        timings["server up"] = time.monotonic() - t0
-        page.set_default_timeout(TIMEOUT_MS)
-        expect.set_options(timeout=TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        try:
-            page.goto(server.notebook_url(f"notebooks/{NOTEBOOK.name}"), wait_until="domcontentloaded")
-            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-            page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.collapseLeft()")   # room for the widgets
-            run_all_cells(page, TIMEOUT_MS)
-            server.note_kernels()
-            timings["cells run"] = time.monotonic() - t0
+    try:
+        with notebook_in_lab(NOTEBOOK, tmp_path_factory.mktemp("lab"), shots, timings, TIMEOUT_MS) as page:
             yield page, shots, timings
-        except BaseException:
-            page.screenshot(path=str(shots / "01_FAILED.png"))
-            print("page errors:", errors[:10], "\nserver log:\n", server.log_tail())
-            raise
-        finally:
-            print("browser test timings (s):", {k: round(v, 1) for k, v in timings.items()})
+    finally:
+        print("browser test timings (s):", {k: round(v, 1) for k, v in timings.items()})
 
 
 def _output_with(page, selector: str, *, not_in: str | None = None):

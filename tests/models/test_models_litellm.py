@@ -39,10 +39,10 @@ def test_importing_the_models_does_not_import_litellm():
     code = (
         "import sys, ladr_lab.models as m\n"
         "m.get_model('openai/gpt-4o-mini'); m.get_model(None)\n"
-        "print('litellm' in sys.modules, 'jsonschema' in sys.modules)\n"
+        "print('litellm' in sys.modules, 'jsonschema' in sys.modules, 'llama_cpp' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "False"]
+    assert done.stdout.split() == ["False", "False", "False"]
 
 
 def _no_call(*_a, **_k):

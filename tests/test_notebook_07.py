@@ -1,0 +1,95 @@
+"""What notebooks/07_real_model.ipynb says about the recorded real-model runs stays true.
+
+nbval only checks that the notebook's cells do not raise. These tests check the claims its prose makes: each
+recording replays on its ladder with no divergence, round by round the verdicts are the ones described, and the
+schema fixes flip exactly the rounds the notebook says. If a recording is made again (notebooks/recorded/record.py)
+or a ladder changes and a test here fails, the notebook's text needs the same change.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ladr_lab
+from ladr_lab.widgets import RequestMatchEditor
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "notebooks" / "recorded"
+EXAMPLES = ROOT / "examples"
+NOTEBOOK = ROOT / "notebooks" / "07_real_model.ipynb"
+LADDERS = {"reask": "research.yaml", "tight": "pitfall_tight.yaml", "loose": "pitfall_loose.yaml",
+           "good": "research_small.yaml"}
+
+
+def _verdicts(name: str) -> list[tuple[str, bool]]:
+    return [(c.request_match, c.forced_final) for c in ladr_lab.load_trace(RECORDED / f"{name}.jsonl").calls()]
+
+
+@pytest.mark.parametrize("name", sorted(LADDERS))
+def test_recording_replays_without_divergence(name):
+    run = ladr_lab.Run(EXAMPLES / LADDERS[name], model=ladr_lab.ReplayModel(RECORDED / f"{name}.jsonl"))
+    result = run.run()
+    assert result.divergence is None, result.divergence
+    assert [c.provenance for c in run.trace.calls()] == ["recorded"] * len(run.trace.calls())
+    diff = ladr_lab.diff_runs(ladr_lab.load_trace(RECORDED / f"{name}.jsonl"), run.trace)
+    assert "no divergence" in diff.format()
+
+
+def test_reask_asks_again_until_the_forced_final():
+    calls = ladr_lab.load_trace(RECORDED / "reask.jsonl").calls()
+    assert _verdicts("reask") == [("retrieval", False)] * 3 + [("final", True)]
+    assert [[f.status for f in c.fetched or ()] for c in calls[:3]] == \
+        [["fetched"], ["already_in_context"], ["already_in_context"]]
+    assert all('"retrieve/dedup.md"' in c.output for c in calls)   # the forced final too: a request, not an answer
+
+
+def test_tight_never_retrieves_and_the_bare_schema_flips_round_1():
+    assert _verdicts("tight") == [("final", False)]
+    editor = RequestMatchEditor(ladr_lab.load_ladder(EXAMPLES / "pitfall_tight.yaml"), "research",
+                                trace=RECORDED / "tight.jsonl")
+    editor.set_text("type: object\nrequired: [files]\nadditionalProperties: false\nproperties:\n"
+                    "  files: { type: array, items: { type: string }, minItems: 1, maxItems: 3 }\n")
+    assert [(f["round"], f["old"], f["new"]) for f in editor.flips] == [(1, False, True)]
+    editor.close()
+
+
+def test_loose_reasks_and_required_files_flips_nothing_but_the_json_answer():
+    assert _verdicts("loose") == [("retrieval", False), ("retrieval", False), ("final", True)]
+    ladder = ladr_lab.load_ladder(EXAMPLES / "pitfall_loose.yaml")
+    editor = RequestMatchEditor(ladder, "research", trace=RECORDED / "loose.jsonl")
+    editor.set_text(editor.text.value.replace("type: object\n", "type: object\nrequired: [files]\n", 1))
+    assert editor.flips == []
+    answer = '{"answer": "A file already delivered comes back as (already in context).", "source": "retrieve/dedup.md"}'
+    verdicts = []
+    for lad in (ladder, editor.apply()):
+        fork = ladr_lab.Run(lad, model=ladr_lab.ReplayModel(RECORDED / "loose.jsonl"))
+        fork.step()
+        fork.step(output=answer)
+        verdicts.append(fork.trace.calls()[-1].request_match)
+        fork.close()
+    assert verdicts == ["retrieval", "final"]
+    editor.close()
+
+
+def test_good_is_constrained_and_answers_in_prose_from_the_file():
+    calls = ladr_lab.load_trace(RECORDED / "good.jsonl").calls()
+    assert _verdicts("good") == [("retrieval", False), ("final", False)]
+    assert [c.constrained for c in calls] == ["request", "request"]
+    answer = calls[1].output
+    assert "retrieve/dedup.md" in answer and "(already in context)" in answer
+    # what the notebook says of it: a list restating the file, a sentence twice, the file's block name
+    assert "\n6. " in answer and answer.count("Dedup keeps each round focused on what is new.") == 2
+    assert "RetrievedDocuments 1" in answer
+
+
+def test_notebook_never_runs_a_model_unless_asked():
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    live = [src for src in code if "model_options" in src]
+    assert len(live) == 1 and 'os.environ.get("LADR_LIVE")' in live[0]
+    assert all(c.get("id") for c in nb["cells"])
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(c["execution_count"] for c in cells) and sum(bool(c["outputs"]) for c in cells) == len(cells) - 1
+    assert "widgets" in nb["metadata"]   # saved with its outputs and widget state (the setup cell prints nothing)
