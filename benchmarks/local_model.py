@@ -94,7 +94,7 @@ def ladder_run(ladder: str, which: str, options: dict, *, no_cache: bool = False
     res = run.run()
     wall = time.perf_counter() - t0
     calls = run.trace.calls()
-    fetched = {f.get("path") for c in calls for f in (c.fetched or []) if f.get("status") == "fetched"}
+    fetched = {f.path for c in calls for f in (c.fetched or []) if f.status == "fetched"}
     final = calls[-1].output if calls else ""
     answered = ("retrieve/dedup.md" in fetched and not final.lstrip().startswith(("{", "[", "`"))
                 and "already in context" in final.lower())
@@ -110,6 +110,7 @@ def ladder_run(ladder: str, which: str, options: dict, *, no_cache: bool = False
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the 0.5B model only, fewer settings")
+    p.add_argument("--skip-speed", action="store_true", help="only the ladder runs")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local_model.json"))
     a = p.parse_args(argv)
     from ladr_lab.models.local import local_runtime_missing
@@ -133,16 +134,16 @@ def main(argv=None) -> int:
                  "speed": [], "runs": []}
     settings = [(1, 2)] if a.quick else [(1, 1), (1, 2), (2, 2)]
     print(f"{'model':28} {'threads':>7} {'n_ctx':>6} {'load s':>7} {'prompt tok/s':>12} {'gen tok/s':>9}")
-    for which in models:
+    for which in ([] if a.skip_speed else models):
         for threads in settings:
             for n_ctx in ([8192] if a.quick or threads != (1, 2) else [4096, 8192, 16384]):
                 r = speed(which, threads, n_ctx)
                 out["speed"].append(r)
                 print(f"{r['model']:28} {str(tuple(r['threads'])):>7} {n_ctx:>6} {r['load_s']:>7} "
                       f"{r['prompt_tok_s']:>12} {r['gen_tok_s']:>9}")
-    plans = [("research_small.yaml", "0.5b", {}, False), ("research_small.yaml", "0.5b", {"constrain": "request"}, False)]
+    plans = [("research_small.yaml", "0.5b", {"constrain": "request"}, False)]
     if not a.quick:
-        plans += [("research.yaml", "0.5b", {}, False), ("research_small.yaml", "0.5b", {"constrain": "request"}, True)]
+        plans += [("research.yaml", "0.5b", {}, False)]
         if "qwen2.5-coder-1.5b" in models:
             plans += [("research_small.yaml", "1.5b", {"constrain": "request"}, False),
                       ("research_small.yaml", "1.5b", {"constrain": "request"}, True)]
