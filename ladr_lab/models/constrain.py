@@ -14,11 +14,13 @@ and holds no `{` or backtick, so it can hold neither a fenced nor an embedded JS
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ModelError
+from .base import CallInfo
 
-__all__ = ["MAX_ENUM_RANGE", "PROSE", "check_constrained", "constrained_grammar", "lower_schema"]
+__all__ = ["MAX_ENUM_RANGE", "PROSE", "CallConstraint", "check_constrained", "constrained_grammar", "lower_schema"]
 
 _ANNOTATIONS = frozenset({"title", "description", "$schema", "$id", "$comment", "examples", "default", "readOnly",
                           "writeOnly", "deprecated"})
@@ -38,27 +40,50 @@ MAX_ENUM_RANGE = 256   # an integer range up to this many values is written as t
 PROSE = 'prose ::= [^{\\[ \\t\\r\\n`\\x00] [^{`\\x00]*\n'
 
 
-def constrained_grammar(schema: dict | None, where: str = "requestMatch", *, answer: dict | bool | None = None,
-                        answer_where: str = "the output schema") -> str:
+def constrained_grammar(schema: dict | None, where: str = "requestMatch", *, json_answer: bool = False) -> str:
     """The GBNF grammar of `constrain="request"`: a JSON object valid against `schema` (the requestMatch; None on a
-    call that may not retrieve, such as the forced final) or an answer: prose, or, when the step tests its output
-    against a schema (`answer`: slateWrite.match or if.jsonMatches), JSON valid against that schema. ModelError naming
-    the keyword and where it is when a schema holds one the grammar cannot express."""
+    call that may not retrieve, such as the forced final) or an answer: prose, and, with `json_answer` (the step tests
+    its output as JSON: slateWrite.match or if.jsonMatches), any JSON object. ModelError naming the keyword and where
+    it is when `schema` holds one the grammar cannot express."""
     from llama_cpp.llama_grammar import SchemaConverter
 
     conv = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     choices = []
-    for sub, rule, at in ((schema, "request", where), (answer, "answer", answer_where)):
-        if sub is None or sub is False:
-            continue
-        lowered = lower_schema(json.loads(json.dumps(sub)), at, "")
+    if schema is not None:
+        lowered = lower_schema(json.loads(json.dumps(schema)), where, "")
         try:
-            choices.append(conv.visit(conv.resolve_refs(lowered, rule), rule))
+            choices.append(conv.visit(conv.resolve_refs(lowered, "request"), "request"))
         except (AssertionError, ValueError, KeyError, TypeError, NotImplementedError) as exc:
-            raise ModelError(f"constrain: request cannot turn {at} into a grammar: {exc}") from exc
+            raise ModelError(f"constrain: request cannot turn {where} into a grammar: {exc}") from exc
+    if json_answer:      # any object, not the gate's or write's schema: that would decide the test for the model
+        choices.append(conv.visit({"type": "object"}, "answer"))
     text = conv.format_grammar().replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1F\\x7F]')  # JSON: no raw control chars
     lines = [line for line in text.splitlines() if not line.startswith("root ::=")]
     return "\n".join([*lines, "root ::= " + " | ".join([*choices, "prose"]), PROSE.rstrip("\n")]) + "\n"
+
+
+@dataclass(frozen=True)
+class CallConstraint:
+    """How one call is constrained: its grammar, `kind` ("request" when it may retrieve, else "answer"), the
+    requestMatch a JSON output must satisfy to be a request, and whether any JSON object may be the answer."""
+
+    grammar: str
+    kind: str
+    request_match: dict | None
+    json_answer: bool
+
+    @classmethod
+    def of(cls, call: CallInfo) -> CallConstraint:
+        """The constraint of `call` under `constrain="request"`."""
+        may_request = call.request_match is not None and not call.forced_final
+        schema = call.request_match if may_request else None
+        json_answer = call.output_schema is not None and call.output_schema is not False
+        grammar = constrained_grammar(schema, f'step "{call.step}" requestMatch', json_answer=json_answer)
+        return cls(grammar, "request" if may_request else "answer", schema, json_answer)
+
+    def check(self, text: str, name: str) -> None:
+        """A constrained output that looks like JSON must be what the grammar promised (a gap in it is an error)."""
+        check_constrained(text, self.request_match, name, json_answer=self.json_answer)
 
 
 def lower_schema(node: Any, where: str, at: str) -> Any:
@@ -105,9 +130,9 @@ def lower_schema(node: Any, where: str, at: str) -> Any:
                      f"grammar would let through what requestMatch refuses): leave constrain out, or drop it")
 
 
-def check_constrained(text: str, schema: dict | None, name: str, *, answer: dict | bool | None = None) -> None:
-    """A constrained output that looks like JSON must be valid against requestMatch (`schema`) or the step's output
-    schema (`answer`): the grammar promised it."""
+def check_constrained(text: str, schema: dict | None, name: str, *, json_answer: bool = False) -> None:
+    """A constrained output that looks like JSON must be valid against requestMatch (`schema`), or, with
+    `json_answer`, be a JSON object: the grammar promised it."""
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
         return
@@ -118,11 +143,12 @@ def check_constrained(text: str, schema: dict | None, name: str, *, answer: dict
     except ValueError as exc:
         raise ModelError(f'model "{name}": a constrained output starts like JSON but does not parse (a gap in the '
                          f"grammar; please report it): {exc}") from exc
-    schemas: list[dict] = [s if isinstance(s, dict) else {} for s in (schema, answer) if s is not None and s is not False]
-    if any(make_validator(s).is_valid(value) for s in schemas):
+    if json_answer and isinstance(value, dict):
         return
-    errors = list(make_validator(schemas[0]).iter_errors(value)) if schemas else []
-    what = "requestMatch" if schema is not None else "the output schema"
-    detail = errors[0].message[:300] if errors else "no JSON was allowed on this call"
-    raise ModelError(f'model "{name}": a constrained output is JSON that {what} refuses (a gap in the '
-                     f"grammar; please report it): {detail}")
+    if schema is None:
+        raise ModelError(f'model "{name}": a constrained output is JSON where only an answer was allowed (a gap in the '
+                         f"grammar; please report it)")
+    errors = list(make_validator(schema).iter_errors(value))
+    if errors:
+        raise ModelError(f'model "{name}": a constrained output is JSON that requestMatch refuses (a gap in the '
+                         f"grammar; please report it): {errors[0].message[:300]}")

@@ -126,13 +126,11 @@ class LiteLLMModel:
         """The call's litellm keywords: under constrain, the grammar of this call's requestMatch in the body."""
         if not self.constrain or call is None:
             return self.params, ("grammar" if "grammar" in (self.params.get("extra_body") or {}) else None)
-        from .constrain import constrained_grammar
+        from .constrain import CallConstraint
 
-        may_request = call.request_match is not None and not call.forced_final
-        grammar = constrained_grammar(call.request_match if may_request else None, f'step "{call.step}" requestMatch',
-                                      answer=call.output_schema, answer_where=f'step "{call.step}" output schema')
-        body = {**(self.params.get("extra_body") or {}), "grammar": grammar}
-        return {**self.params, "extra_body": body}, "request" if may_request else "answer"
+        c = CallConstraint.of(call)
+        body = {**(self.params.get("extra_body") or {}), "grammar": c.grammar}
+        return {**self.params, "extra_body": body}, c.kind
 
     def close(self) -> None:
         """Nothing held between calls (litellm pools its own connections)."""

@@ -12,7 +12,7 @@ imported on first use; without it, resolving the name says which package to inst
 - **Repeatable by default.** temperature 0 (greedy) and seed 0, unless options say otherwise.
 - **`constrain="request"`** decodes under a grammar made from the call's requestMatch (models/constrain.py): the
   output is a JSON object valid against it, or prose; on the forced final call, or a call that may not retrieve,
-  only an answer (prose, or JSON valid against the step's output schema when it has one). The completion says so
+  only an answer: prose, or any JSON object when the step tests its output as JSON. The completion says so
   (`Completion.constrained`), and so do the trace and the printout's `why:` line. Off by default: the raw model's
   mistakes are what teaching shows.
 """
@@ -197,24 +197,20 @@ class LocalModel:
             g = self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
         return g
 
-    def _constraint(self, call: CallInfo | None) -> tuple[Any, str | None, dict | None]:
-        """(grammar, how the call is constrained, the requestMatch a JSON output must satisfy)."""
+    def _constraint(self, call: CallInfo | None) -> tuple[Any, str | None, Any]:
+        """(grammar, how the call is constrained, the CallConstraint that checks the output, if any)."""
         if self.grammar_text is not None:
             return self._grammar_of(self.grammar_text, "grammar"), "grammar", None
         if self.constrain != "request" or call is None:
             return None, None, None
-        from .constrain import constrained_grammar
+        from .constrain import CallConstraint
 
-        may_request = call.request_match is not None and not call.forced_final
-        where = f'step "{call.step}" requestMatch'
-        text = constrained_grammar(call.request_match if may_request else None, where,
-                                   answer=call.output_schema, answer_where=f'step "{call.step}" output schema')
-        return (self._grammar_of(text, "constrained grammar"), "request" if may_request else "answer",
-                call.request_match if may_request else None)
+        c = CallConstraint.of(call)
+        return self._grammar_of(c.grammar, "constrained grammar"), c.kind, c
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Answer `messages` with the local model (greedy by default), re-reading only the prompt's new suffix."""
-        grammar, constrained, schema = self._constraint(call)
+        grammar, constrained, constraint = self._constraint(call)
         rt = _runtime(self.path, self.load)
         kwargs = dict(self.sampling)
         with rt.lock:
@@ -239,10 +235,8 @@ class LocalModel:
         if constrained and choice.get("finish_reason") == "length" and text.lstrip().startswith(("{", "[")):
             raise ModelError(f'model "{self.name}": the constrained output was cut at max_tokens '
                              f'({self.sampling["max_tokens"]}) before its JSON closed; raise the option max_tokens')
-        if constrained in ("request", "answer"):
-            from .constrain import check_constrained
-
-            check_constrained(text, schema, self.name, answer=call.output_schema if call else None)
+        if constraint is not None:
+            constraint.check(text, self.name)
         return Completion(text=text, tokens_in=prompt_tokens, tokens_out=generated, cost=0.0, latency=latency,
                           model=self.name, constrained=constrained)
 

@@ -28,10 +28,12 @@ def _request_matches():
 
 
 @pytest.mark.parametrize("schema", list(_request_matches()))
-def test_every_example_requestmatch_makes_a_grammar_llama_cpp_parses(schema):
+def test_every_example_requestmatch_makes_a_grammar(schema):
+    """(llama.cpp parses each of them in tests/models/test_local.py, which has a model's vocabulary to parse with)"""
     text = constrained_grammar(schema)
-    assert "root ::= request | prose" in text
-    llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+    assert "root ::= request | prose" in text.splitlines()
+    assert "root ::= request | answer | prose" in constrained_grammar(schema, json_answer=True).splitlines()
+    assert "root ::= prose" in constrained_grammar(None).splitlines()
 
 
 @pytest.mark.parametrize(("schema", "keyword", "where"), [
@@ -109,6 +111,25 @@ def test_the_safety_net_refuses_json_that_requestmatch_refuses_and_lets_prose_by
         check_constrained('{"request": {}}', RESEARCH, "local")
     with pytest.raises(ModelError, match="does not parse"):
         check_constrained('{"request": ', RESEARCH, "local")
+    check_constrained('{"verdict": "reject"}', RESEARCH, "local", json_answer=True)   # a step that tests JSON answers
+    with pytest.raises(ModelError, match="only an answer was allowed"):
+        check_constrained('{"request": {"files": ["a.md"]}}', None, "local")         # the forced final
+
+
+def test_a_call_that_may_not_retrieve_is_constrained_to_an_answer_and_a_json_step_may_answer_in_json():
+    from ladr_lab.models import CallInfo
+    from ladr_lab.models.constrain import CallConstraint
+
+    asking = CallConstraint.of(CallInfo(step="s", request_match=RESEARCH))
+    assert asking.kind == "request" and not asking.json_answer and asking.request_match == RESEARCH
+    final = CallConstraint.of(CallInfo(step="s", request_match=RESEARCH, forced_final=True))
+    assert final.kind == "answer" and final.request_match is None
+    assert final.grammar.splitlines()[-2] == "root ::= prose"
+    gate = {"type": "object", "required": ["verdict"], "properties": {"verdict": {"enum": ["accept"]}}}
+    judged = CallConstraint.of(CallInfo(step="s", request_match=RESEARCH, output_schema=gate))
+    # any object may be the answer: the gate's own schema would decide its test for the model (a "reject" impossible)
+    assert judged.json_answer and "root ::= request | answer | prose" in judged.grammar.splitlines()
+    judged.check('{"verdict": "reject", "score": 1}', "local")
 
 
 def test_a_constrained_call_says_so_in_the_trace_and_the_why_line():

@@ -79,6 +79,24 @@ def test_an_unknown_packaged_name_or_option_is_refused_naming_the_near_one():
         get_model("local", options={"grammar": 'root ::= "a"', "constrain": "request"})
 
 
+def _example_request_matches():
+    for path in sorted((ROOT / "examples").glob("*.yaml")):
+        for step in yaml.safe_load(path.read_text()).get("steps") or []:
+            rm = (step.get("retrieve") or {}).get("requestMatch")
+            if isinstance(rm, dict):
+                yield pytest.param(rm, id=f"{path.stem}:{step['id']}")
+
+
+@needs_model
+@pytest.mark.parametrize("schema", list(_example_request_matches()))
+def test_llama_cpp_parses_the_grammar_of_every_example_requestmatch(schema):
+    from ladr_lab.models.constrain import constrained_grammar
+
+    model = get_model("local")
+    for text in (constrained_grammar(schema), constrained_grammar(schema, json_answer=True), constrained_grammar(None)):
+        model._grammar_of(text, "constrained grammar")     # ModelError if llama.cpp's parser refuses it
+
+
 @needs_model
 def test_the_model_is_loaded_once_per_process_and_shared():
     from ladr_lab.models import local
