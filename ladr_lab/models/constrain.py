@@ -64,8 +64,9 @@ def constrained_grammar(schema: dict | None, where: str = "requestMatch", *, jso
 
 @dataclass(frozen=True)
 class CallConstraint:
-    """How one call is constrained: its grammar, `kind` ("request" when it may retrieve, else "answer"), the
-    requestMatch a JSON output must satisfy to be a request, and whether any JSON object may be the answer."""
+    """How one call is constrained: its grammar, `kind` ("request" when it may retrieve, else "answer"; "+json" when
+    any JSON object may be the answer too), the requestMatch a JSON output must satisfy to be a request, and whether
+    any JSON object may be the answer."""
 
     grammar: str
     kind: str
@@ -79,7 +80,8 @@ class CallConstraint:
         schema = call.request_match if may_request else None
         json_answer = call.output_schema is not None and call.output_schema is not False
         grammar = constrained_grammar(schema, f'step "{call.step}" requestMatch', json_answer=json_answer)
-        return cls(grammar, "request" if may_request else "answer", schema, json_answer)
+        kind = ("request" if may_request else "answer") + ("+json" if json_answer else "")
+        return cls(grammar, kind, schema, json_answer)
 
     def check(self, text: str, name: str) -> None:
         """A constrained output that looks like JSON must be what the grammar promised (a gap in it is an error)."""

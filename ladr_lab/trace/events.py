@@ -238,7 +238,7 @@ class LlmCall(Event):
     verdict: Judgement | None = None
     provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited
     sections: tuple[SectionSpan, ...] | None = None   # the user message's parts, written [kind, name, chars]
-    constrained: str | None = None   # decoding constrained by the model (`"request"`: requestMatch JSON or prose)
+    constrained: str | None = None   # decoding constrained by the model: request, answer (+json), grammar (models/constrain.py)
 
     def __post_init__(self) -> None:
         # a trace (or a caller) gives `[kind, name, chars]` lists: held as spans, written back as the same lists

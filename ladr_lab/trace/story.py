@@ -446,8 +446,10 @@ def _label(step: str, node: int | None = None, round: int | None = None, iterati
 
 
 CONSTRAINED = {"request": "the model's decoding was constrained to a JSON object valid against requestMatch, or prose",
-               "answer": "the model's decoding was constrained to an answer: prose, or JSON valid against the step's "
-                         "output schema",
+               "request+json": "the model's decoding was constrained to a JSON object valid against requestMatch, "
+                               "any JSON object as the answer (the step tests its output as JSON), or prose",
+               "answer": "the model's decoding was constrained to an answer: prose",
+               "answer+json": "the model's decoding was constrained to an answer: prose or a JSON object",
                "grammar": "the model's decoding followed the grammar given in its options"}
 
 

@@ -128,7 +128,8 @@ def test_a_call_that_may_not_retrieve_is_constrained_to_an_answer_and_a_json_ste
     gate = {"type": "object", "required": ["verdict"], "properties": {"verdict": {"enum": ["accept"]}}}
     judged = CallConstraint.of(CallInfo(step="s", request_match=RESEARCH, output_schema=gate))
     # any object may be the answer: the gate's own schema would decide its test for the model (a "reject" impossible)
-    assert judged.json_answer and "root ::= request | answer | prose" in judged.grammar.splitlines()
+    assert judged.json_answer and judged.kind == "request+json"
+    assert "root ::= request | answer | prose" in judged.grammar.splitlines()
     judged.check('{"verdict": "reject", "score": 1}', "local")
 
 
@@ -145,3 +146,9 @@ def test_a_constrained_call_says_so_in_the_trace_and_the_why_line():
     plain = LlmCall(step="s", node=1, round=1, iteration=1, messages=[], output="x", forced_final=False,
                     request_match="final", model="m", reason="not JSON")
     assert "constrained" not in plain.to_dict() and "constrained" not in "\n".join(describe(plain).text_lines())
+    from ladr_lab.trace.story import CONSTRAINED
+
+    for kind in ("request", "request+json", "answer", "answer+json", "grammar"):
+        call = LlmCall(step="s", node=1, round=1, iteration=1, messages=[], output="x", forced_final=False,
+                       request_match="final", model="local", reason="r", constrained=kind)
+        assert f"why: r [{CONSTRAINED[kind]}]" in "\n".join(describe(call).text_lines())
