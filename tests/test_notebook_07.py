@@ -20,7 +20,8 @@ RECORDED = ROOT / "notebooks" / "recorded"
 EXAMPLES = ROOT / "examples"
 NOTEBOOK = ROOT / "notebooks" / "07_real_model.ipynb"
 LADDERS = {"reask": "research.yaml", "tight": "pitfall_tight.yaml", "loose": "pitfall_loose.yaml",
-           "good": "research_small.yaml"}
+           "good": "research_small.yaml", "copied": "research_small.yaml"}
+KNOBS = {"copied": {"example": "gates/gate-actions.md"}}
 
 
 def _verdicts(name: str) -> list[tuple[str, bool]]:
@@ -29,7 +30,8 @@ def _verdicts(name: str) -> list[tuple[str, bool]]:
 
 @pytest.mark.parametrize("name", sorted(LADDERS))
 def test_recording_replays_without_divergence(name):
-    run = ladr_lab.Run(EXAMPLES / LADDERS[name], model=ladr_lab.ReplayModel(RECORDED / f"{name}.jsonl"))
+    ladder = ladr_lab.load_ladder(EXAMPLES / LADDERS[name], knobs=KNOBS.get(name))
+    run = ladr_lab.Run(ladder, model=ladr_lab.ReplayModel(RECORDED / f"{name}.jsonl"))
     result = run.run()
     assert result.divergence is None, result.divergence
     assert [c.provenance for c in run.trace.calls()] == ["recorded"] * len(run.trace.calls())
@@ -93,3 +95,15 @@ def test_notebook_never_runs_a_model_unless_asked():
     cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(c["execution_count"] for c in cells) and sum(bool(c["outputs"]) for c in cells) == len(cells) - 1
     assert "widgets" in nb["metadata"]   # saved with its outputs and widget state (the setup cell prints nothing)
+
+
+def test_copied_asks_for_the_file_the_prompts_example_names():
+    """The good run's right path is the prompt's own example: with the example naming another file (the ladder's
+    `example` knob), the same model asks for that file and answers the dedup question without having read it."""
+    good, copied = (ladr_lab.load_trace(RECORDED / f"{n}.jsonl").calls() for n in ("good", "copied"))
+    assert [f.path for f in good[0].fetched] == ["retrieve/dedup.md"]
+    assert '{"files": ["retrieve/dedup.md"]}' in good[0].messages[0]["content"]
+    assert [f.path for f in copied[0].fetched] == ["gates/gate-actions.md"]
+    assert '{"files": ["gates/gate-actions.md"]}' in copied[0].messages[0]["content"]
+    assert _verdicts("copied") == [("retrieval", False), ("final", False)]
+    assert "dedup" in copied[1].output.lower() and "gate" not in copied[1].output.lower()

@@ -3,7 +3,7 @@
     python notebooks/recorded/record.py            # every case, written beside this file
     python notebooks/recorded/record.py reask      # one case
 
-Each case is (trace file, ladder, model, options, question, the lesson of seed 001 it shows). The runs are greedy
+Each case is (trace file, ladder, model, options, knobs, question, the lesson it shows). The runs are greedy
 (temperature 0, seed 0), so a re-recording on the same weights gives the same outputs, up to llama.cpp's
 floating-point differences between machines. The notebook needs no model: it replays these files.
 """
@@ -21,25 +21,28 @@ EXAMPLES = HERE.parents[1] / "examples"
 DEDUP = "How does deduplication work across retrieval rounds?"
 
 CASES = {
-    "reask": ("research.yaml", "local", {}, DEDUP,
+    "reask": ("research.yaml", "local", {}, {}, DEDUP,
               "the 0.5B model fetches the right file, then asks for it again until the forced final"),
-    "tight": ("pitfall_tight.yaml", "local", {}, DEDUP,
+    "tight": ("pitfall_tight.yaml", "local", {}, {}, DEDUP,
               "requestMatch wants {\"request\": ...}; the model emits the bare form the prompt shows: it never retrieves"),
-    "loose": ("pitfall_loose.yaml", "local", {}, DEDUP,
+    "loose": ("pitfall_loose.yaml", "local", {}, {}, DEDUP,
               "requestMatch without `required`: every JSON object is a request (the 0.5B model never wrote its answer as JSON)"),
-    "good": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, DEDUP,
-             "the 1.5B model, constrained: asks for the right file, then answers from it"),
+    "good": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, {}, DEDUP,
+             "the 1.5B model, constrained: asks for the right file (the prompt's example names it), then answers"),
+    "copied": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, {"example": "gates/gate-actions.md"},
+               DEDUP, "the same run with the prompt's example naming another file: the model asks for that one"),
 }
 
 
 def record(name: str) -> None:
     """Run case `name` with the local model and write its trace to `<name>.jsonl` here."""
-    from ladr_lab import Run
+    from ladr_lab import Run, load_ladder
 
-    ladder, model, options, question, lesson = CASES[name]
+    ladder, model, options, knobs, question, lesson = CASES[name]
     out = HERE / f"{name}.jsonl"
     start = time.perf_counter()
-    run = Run(EXAMPLES / ladder, model=model, model_options=options, input=question, trace_out=out)
+    run = Run(load_ladder(EXAMPLES / ladder, knobs=knobs or None), model=model, model_options=options, input=question,
+              trace_out=out)
     try:
         res = run.run()
     finally:
