@@ -176,7 +176,7 @@ class LocalModel:
 
     @property
     def load_seconds(self) -> float:
-        """How long loading the weights took (0 when another LocalModel of this process had loaded them)."""
+        """How long loading the weights took in this process (once, by the first LocalModel of these settings)."""
         return _runtime(self.path, self.load).load_seconds
 
     def _grammar_of(self, text: str, what: str):
@@ -224,11 +224,11 @@ class LocalModel:
                                      f"or shorten the prompt") from exc
                 raise ModelError(f'model "{self.name}" failed: {exc}') from exc
             latency = time.perf_counter() - start
-            after = rt.llama._input_ids
+            reused = _common_prefix(before, rt.llama._input_ids)     # under the lock: the next call changes them
         usage = resp.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         generated = int(usage.get("completion_tokens") or 0)
-        cached = min(_common_prefix(before, after), max(0, prompt_tokens - 1))
+        cached = min(reused, max(0, prompt_tokens - 1))
         self.stats.append(CallStats(prompt_tokens, cached, generated, latency, constrained))
         choice = resp["choices"][0]
         text = choice["message"].get("content") or ""
