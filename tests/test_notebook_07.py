@@ -57,21 +57,16 @@ def test_tight_never_retrieves_and_the_bare_schema_flips_round_1():
     editor.close()
 
 
-def test_loose_reasks_and_required_files_flips_nothing_but_the_json_answer():
+def test_loose_takes_the_json_answer_as_a_request_and_required_files_makes_it_final():
+    calls = ladr_lab.load_trace(RECORDED / "loose.jsonl").calls()
     assert _verdicts("loose") == [("retrieval", False), ("retrieval", False), ("final", True)]
+    assert [f.path for f in calls[0].fetched] == ["retrieve/dedup.md"]
+    assert '"answer"' in calls[1].output and "(already in context)" in calls[1].output
+    assert [f.status for f in calls[1].fetched] == ["no_match"]
     ladder = ladr_lab.load_ladder(EXAMPLES / "pitfall_loose.yaml")
     editor = RequestMatchEditor(ladder, "research", trace=RECORDED / "loose.jsonl")
     editor.set_text(editor.text.value.replace("type: object\n", "type: object\nrequired: [files]\n", 1))
-    assert editor.flips == []
-    answer = '{"answer": "A file already delivered comes back as (already in context).", "source": "retrieve/dedup.md"}'
-    verdicts = []
-    for lad in (ladder, editor.apply()):
-        fork = ladr_lab.Run(lad, model=ladr_lab.ReplayModel(RECORDED / "loose.jsonl"))
-        fork.step()
-        fork.step(output=answer)
-        verdicts.append(fork.trace.calls()[-1].request_match)
-        fork.close()
-    assert verdicts == ["retrieval", "final"]
+    assert [(f["round"], f["old"], f["new"]) for f in editor.flips] == [(2, True, False)]
     editor.close()
 
 

@@ -26,7 +26,7 @@ CASES = {
     "tight": ("pitfall_tight.yaml", "local", {}, {}, DEDUP,
               "requestMatch wants {\"request\": ...}; the model emits the bare form the prompt shows: it never retrieves"),
     "loose": ("pitfall_loose.yaml", "local", {}, {}, DEDUP,
-              "requestMatch without `required`: every JSON object is a request (the 0.5B model never wrote its answer as JSON)"),
+              "requestMatch without `required` takes the model's correct JSON answer as another request"),
     "good": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, {}, DEDUP,
              "the 1.5B model, constrained: asks for the right file (the prompt's example names it), then answers"),
     "copied": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, {"example": "gates/gate-actions.md"},
