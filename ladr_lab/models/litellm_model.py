@@ -36,6 +36,24 @@ def _import_litellm():
     return litellm
 
 
+@contextlib.contextmanager
+def _no_stray_event_loop():
+    """Close the event loop litellm leaves set on the calling thread. Its service logger asks the main thread for
+    `asyncio.get_event_loop()` after a call, which makes one and keeps it, never closed: an open loop and its two
+    sockets per process, and a ResourceWarning when it is collected. One set before the call is left alone."""
+    import asyncio
+
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)   # peek: the public getter would make one
+    before = getattr(local, "_loop", None)
+    try:
+        yield
+    finally:
+        after = getattr(local, "_loop", None)
+        if after is not None and after is not before and not after.is_running():
+            after.close()
+            asyncio.set_event_loop(before)
+
+
 def _get(obj, key, default=None):
     if obj is None:
         return default
@@ -97,7 +115,8 @@ class LiteLLMModel:
         params, constrained = self._params_for(call)
         start = time.perf_counter()
         try:
-            resp = litellm.completion(model=self.name, messages=messages, **params)
+            with _no_stray_event_loop():
+                resp = litellm.completion(model=self.name, messages=messages, **params)
         except Exception as exc:
             raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
         latency = time.perf_counter() - start

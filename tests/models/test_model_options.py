@@ -152,3 +152,17 @@ def test_the_cli_says_an_unreadable_grammar_file():
                            "--input", "q", "--model", "gpt-4o-mini", "--grammar", "/nonexistent/g.gbnf"],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1 and "--grammar /nonexistent/g.gbnf: cannot read it" in done.stderr
+
+
+def test_a_litellm_call_leaves_no_open_event_loop_behind(openai_server):
+    """litellm's service logger makes an event loop on the calling (main) thread and never closes it; the model
+    closes it, so no 'unclosed event loop' ResourceWarning is left for whoever collects it."""
+    code = ("import gc, sys, warnings\nwarnings.simplefilter('always')\n"
+            "from ladr_lab.models import get_model\n"
+            f"m = get_model('openai/qwen-on-a-laptop', options={{'api_base': {openai_server!r}, 'api_key': 'none'}})\n"
+            "print(m.complete([{'role': 'user', 'content': 'hi'}]).text)\n"
+            "gc.collect()\n")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "prose answer", done.stderr[-2000:]
+    assert "unclosed event loop" not in done.stderr and "unclosed <socket" not in done.stderr
