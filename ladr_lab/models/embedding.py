@@ -5,11 +5,11 @@ This lives beside the litellm model so that `models` stays the only importer of 
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from ..errors import SlateError
+from ..errors import ModelError, SlateError
 from ..slate.embed import l2_normalize, register_embedder
+from .litellm_model import import_litellm, no_stray_event_loop
 
 __all__ = ["LiteLLMEmbedder"]
 
@@ -18,13 +18,10 @@ class LiteLLMEmbedder:
     """An embedding model reached through litellm.embedding (any provider litellm knows)."""
 
     def __init__(self, model: str) -> None:
-        # Set before the import: otherwise litellm fetches its cost map from the network on import.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:
-            import litellm
-        except ImportError as exc:
+            self._litellm = import_litellm()     # the cost map kept local, litellm's own prints off
+        except ModelError as exc:
             raise SlateError(f'embedder "litellm:{model}" needs the litellm package: {exc}') from exc
-        self._litellm = litellm
         self.model = model
         self.name = f"litellm:{model}"
         self.dim = 0  # known after the first call
@@ -35,7 +32,8 @@ class LiteLLMEmbedder:
         if not texts:
             return []
         try:
-            resp = self._litellm.embedding(model=self.model, input=list(texts))
+            with no_stray_event_loop():
+                resp = self._litellm.embedding(model=self.model, input=list(texts))
         except Exception as exc:
             raise SlateError(f"{self.name} failed to embed: {exc}") from exc
         data = resp["data"] if isinstance(resp, dict) else getattr(resp, "data", None)

@@ -22,11 +22,13 @@ import time
 
 from ..errors import ModelError
 from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
+from .options import validate_option_values
 
-__all__ = ["LiteLLMModel"]
+__all__ = ["LiteLLMModel", "import_litellm", "no_stray_event_loop"]
 
 
-def _import_litellm():
+def import_litellm():
+    """litellm, imported with the cost map kept local and its own stdout prints off (ModelError if it is absent)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         import litellm
@@ -37,7 +39,7 @@ def _import_litellm():
 
 
 @contextlib.contextmanager
-def _no_stray_event_loop():
+def no_stray_event_loop():
     """Close the event loop litellm leaves set on the calling thread. Its service logger asks the main thread for
     `asyncio.get_event_loop()` after a call, which makes one and keeps it, never closed: an open loop and its two
     sockets per process, and a ResourceWarning when it is collected. One set before the call is left alone."""
@@ -68,10 +70,9 @@ class LiteLLMModel:
     def __init__(self, name: str, *, max_concurrency: int = 8, **params) -> None:
         self.name = name
         self.max_concurrency = max_concurrency
+        validate_option_values(params, name)
         self.constrain = params.pop("constrain", None)
         grammar = params.pop("grammar", None)
-        if self.constrain and grammar:
-            raise ModelError(f'model "{name}": give "constrain" or "grammar", not both')
         if self.constrain:
             from .local import local_runtime_missing
 
@@ -87,7 +88,7 @@ class LiteLLMModel:
         """Refuse, before any call, a name litellm knows no provider for or a provider whose API key is not set."""
         if self._checked:
             return
-        litellm = _import_litellm()
+        litellm = import_litellm()
         # on an unknown name litellm prints "Provider List: ..." to stdout: keep the CLI's output clean
         with contextlib.redirect_stdout(io.StringIO()):
             try:
@@ -110,12 +111,12 @@ class LiteLLMModel:
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Call `litellm.completion(model=name, messages=messages, **params)` and measure it."""
-        litellm = _import_litellm()
+        litellm = import_litellm()
         self.check()  # before litellm's retries, so a missing key is said at once
         params, constrained = self._params_for(call)
         start = time.perf_counter()
         try:
-            with _no_stray_event_loop():
+            with no_stray_event_loop():
                 resp = litellm.completion(model=self.name, messages=messages, **params)
         except Exception as exc:
             raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc

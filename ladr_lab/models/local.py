@@ -82,13 +82,11 @@ class CallStats:
     cached_tokens: int
     generated_tokens: int
     seconds: float
-    constrained: str | None = None
 
 
 @dataclass
 class _Runtime:
     llama: Any
-    load_seconds: float
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -118,14 +116,13 @@ def _runtime(path: Path, load: dict[str, int]) -> _Runtime:
                 raise ModelError(missing)
             from llama_cpp import Llama
 
-            start = time.perf_counter()
             try:
                 llama = Llama(model_path=str(path), n_ctx=load["n_ctx"], n_threads=load["n_threads"],
                               n_threads_batch=load["n_threads_batch"], n_batch=load["n_batch"], logits_all=False,
                               seed=0, verbose=False)
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(f"local: could not load {path}: {exc}") from exc
-            rt = _RUNTIMES[key] = _Runtime(llama, time.perf_counter() - start)
+            rt = _RUNTIMES[key] = _Runtime(llama)
         return rt
 
 
@@ -152,8 +149,6 @@ class LocalModel:
                      "n_batch": int(options.pop("n_batch", 512))}
         self.constrain: str | None = options.pop("constrain", None)
         self.grammar_text: str | None = options.pop("grammar", None)
-        if self.constrain and self.grammar_text:
-            raise ModelError(f'model "{self.name}": give "constrain" or "grammar", not both')
         self.sampling = {"temperature": 0.0, "seed": 0, "max_tokens": DEFAULT_MAX_TOKENS, **options}
         self.stats: list[CallStats] = []
         self._grammars: dict[str, Any] = {}
@@ -174,21 +169,13 @@ class LocalModel:
         """Load the model now (the CLI calls this before the run, so a load failure is said before any step)."""
         _runtime(self.path, self.load)
 
-    @property
-    def load_seconds(self) -> float:
-        """How long loading the weights took in this process (once, by the first LocalModel of these settings)."""
-        return _runtime(self.path, self.load).load_seconds
-
     def _grammar_of(self, text: str, what: str):
         g = self._grammars.get(text)
         if g is None:
-            missing = local_runtime_missing()
-            if missing:
-                raise ModelError(missing)
+            vocab = _runtime(self.path, self.load).llama._model.vocab     # (says so when the runtime is missing)
             import llama_cpp
 
             # LlamaGrammar only keeps the text; llama.cpp parses it when a sampler is made from it (NULL if it cannot)
-            vocab = _runtime(self.path, self.load).llama._model.vocab
             sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
             if not sampler:
                 raise ModelError(f'model "{self.name}": the {what} is not a GBNF grammar llama.cpp can read (with a '
@@ -229,7 +216,7 @@ class LocalModel:
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         generated = int(usage.get("completion_tokens") or 0)
         cached = min(reused, max(0, prompt_tokens - 1))
-        self.stats.append(CallStats(prompt_tokens, cached, generated, latency, constrained))
+        self.stats.append(CallStats(prompt_tokens, cached, generated, latency))
         choice = resp["choices"][0]
         text = choice["message"].get("content") or ""
         if constrained and choice.get("finish_reason") == "length" and text.lstrip().startswith(("{", "[")):

@@ -58,13 +58,10 @@ def parse_option(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def check_options(options: Mapping[str, Any], accepted: Iterable[str] | None, model: str, *,
-                  why: str = "") -> None:
-    """Refuse every option `model` does not take (`accepted` None: it takes any), naming it and the near name."""
+def check_options(options: Mapping[str, Any], accepted: Iterable[str], model: str, *, why: str = "") -> None:
+    """Refuse every option `model` does not take, naming it and the near name; then the values (a litellm model,
+    which takes any option, checks only the values: `validate_option_values`)."""
     if not options:
-        return
-    if accepted is None:
-        validate_option_values(options, model)
         return
     allowed = sorted(accepted)
     for key in options:
@@ -79,7 +76,10 @@ def check_options(options: Mapping[str, Any], accepted: Iterable[str] | None, mo
 
 
 def validate_option_values(options: Mapping[str, Any], model: str) -> None:
-    """Refuse a known option given a value of the wrong kind (`temperature: "hot"`, `seed: 1.5`, `constrain: x`)."""
+    """Refuse a known option given a value of the wrong kind (`temperature: "hot"`, `seed: 1.5`, `constrain: x`),
+    and `constrain` beside `grammar` (each is the whole grammar of a call)."""
+    if options.get("constrain") and options.get("grammar"):
+        raise ModelError(f'model "{model}": give "constrain" or "grammar", not both')
     for key, value in options.items():
         if key in _NUMBERS:
             lo, hi = _NUMBERS[key]

@@ -88,7 +88,6 @@ def get_model(name: str | Model | None = None, *, then: str | Model | None = Non
         raise ModelError(f'unknown model {text!r}: did you mean "{meant}"?')
     from .litellm_model import LiteLLMModel
 
-    check_options(opts, None, text)
     return LiteLLMModel(text, **opts)
 
 

@@ -87,10 +87,17 @@ class _OpenAI(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 (http.server's name)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _OpenAI.bodies.append(body)
-        answer = json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "qwen-on-a-laptop",
+        if self.path.endswith("/embeddings"):
+            return self._reply({"object": "list", "model": "e", "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                                "data": [{"object": "embedding", "index": i, "embedding": [1.0, 0.0, 0.5]}
+                                         for i, _ in enumerate(body["input"])]})
+        self._reply({"id": "c1", "object": "chat.completion", "created": 1, "model": "qwen-on-a-laptop",
                              "choices": [{"index": 0, "finish_reason": "stop",
                                           "message": {"role": "assistant", "content": "prose answer"}}],
-                             "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}}).encode()
+                             "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}})
+
+    def _reply(self, doc: dict) -> None:
+        answer = json.dumps(doc).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -154,15 +161,22 @@ def test_the_cli_says_an_unreadable_grammar_file():
     assert done.returncode == 1 and "--grammar /nonexistent/g.gbnf: cannot read it" in done.stderr
 
 
-def test_a_litellm_call_leaves_no_open_event_loop_behind(openai_server):
-    """litellm's service logger makes an event loop on the calling (main) thread and never closes it; the model
-    closes it, so no 'unclosed event loop' ResourceWarning is left for whoever collects it."""
-    code = ("import gc, sys, warnings\nwarnings.simplefilter('always')\n"
-            "from ladr_lab.models import get_model\n"
-            f"m = get_model('openai/qwen-on-a-laptop', options={{'api_base': {openai_server!r}, 'api_key': 'none'}})\n"
-            "print(m.complete([{'role': 'user', 'content': 'hi'}]).text)\n"
+@pytest.mark.parametrize("call", [
+    "get_model('openai/qwen-on-a-laptop', options={'api_base': BASE, 'api_key': 'none'})"
+    ".complete([{'role': 'user', 'content': 'hi'}]).text",
+    "LiteLLMEmbedder('openai/e').embed(['hi'])",
+], ids=["model", "embedder"])
+def test_a_litellm_call_leaves_no_open_event_loop_and_prints_nothing(openai_server, call):
+    """litellm's service logger makes an event loop on the calling (main) thread and never closes it; the model and
+    the embedder close it, so no 'unclosed event loop' ResourceWarning is left for whoever collects it."""
+    code = ("import gc, os, sys, warnings\nwarnings.simplefilter('always')\n"
+            f"BASE = {openai_server!r}\nos.environ.update(OPENAI_API_BASE=BASE, OPENAI_API_KEY='none')\n"
+            "from ladr_lab.models import LiteLLMEmbedder, get_model\n"
+            f"print({call})\n"
             "gc.collect()\n")
     done = subprocess.run([sys.executable, "-X", "dev", "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env={**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "prose answer", done.stderr[-2000:]
+    assert done.returncode == 0 and done.stdout.strip() in ("prose answer", "[[0.8944271909999159, 0.0, 0.4472135954999579]]"), \
+        done.stdout + done.stderr[-2000:]
     assert "unclosed event loop" not in done.stderr and "unclosed <socket" not in done.stderr
+    assert "Provider List" not in done.stdout
