@@ -258,3 +258,26 @@ def notebook_in_lab(notebook: Path, work: Path, shots: Path, timings: dict[str, 
             print("page errors:", errors[:10], "\nserver log:\n", server.log_tail())
             raise
 
+
+def require_or_skip():
+    """The module mark of a browser test: skip, saying what to install, when a piece is missing; but when
+    LADR_REQUIRE_BROWSER_TEST is set (.ci/run sets it once chromium is installed) a missing piece is a failure."""
+    import pytest
+
+    absent = missing()
+    if absent and os.environ.get("LADR_REQUIRE_BROWSER_TEST"):
+        raise RuntimeError(f"LADR_REQUIRE_BROWSER_TEST is set but the {absent}")
+    return pytest.mark.skipif(absent is not None, reason=str(absent))
+
+
+@contextlib.contextmanager
+def lab_page(notebook: Path, work: Path, timeout_ms: float = 60_000) -> Iterator:
+    """`notebook_in_lab` with the screenshot folder and the timings it fills: yields (page, screenshot folder,
+    timings) and prints the timings at the end."""
+    shots = screenshots_dir()
+    timings: dict[str, float] = {}
+    try:
+        with notebook_in_lab(notebook, work, shots, timings, timeout_ms) as page:
+            yield page, shots, timings
+    finally:
+        print("browser test timings (s):", {k: round(v, 1) for k, v in timings.items()})

@@ -6,19 +6,14 @@ Screenshots land in tests/browser/screenshots/ (git-ignored; $LADR_SCREENSHOTS o
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 
 import pytest
 
-from tests.browser.lab import REPO, missing, notebook_in_lab, screenshots_dir
+from tests.browser.lab import REPO, lab_page, require_or_skip
 
-MISSING = missing()
-if MISSING and os.environ.get("LADR_REQUIRE_BROWSER_TEST"):
-    # .ci/run sets this once chromium is installed: from then on a missing piece is a failure, not a skip
-    raise RuntimeError(f"LADR_REQUIRE_BROWSER_TEST is set but the {MISSING}")
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
+pytestmark = require_or_skip()
 
 NOTEBOOK = REPO / "notebooks" / "01_tour.ipynb"
 TIMEOUT_MS = 60_000
@@ -27,13 +22,8 @@ TIMEOUT_MS = 60_000
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """Notebook 01 open in JupyterLab with every cell run: (page, screenshot folder, timings)."""
-    shots = screenshots_dir()
-    timings: dict[str, float] = {}
-    try:
-        with notebook_in_lab(NOTEBOOK, tmp_path_factory.mktemp("lab"), shots, timings, TIMEOUT_MS) as page:
-            yield page, shots, timings
-    finally:
-        print("browser test timings (s):", {k: round(v, 1) for k, v in timings.items()})
+    with lab_page(NOTEBOOK, tmp_path_factory.mktemp("lab"), TIMEOUT_MS) as opened:
+        yield opened
 
 
 def _output_with(page, selector: str, *, not_in: str | None = None):

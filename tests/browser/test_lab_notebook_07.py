@@ -10,12 +10,9 @@ import os
 
 import pytest
 
-from tests.browser.lab import REPO, missing, notebook_in_lab, screenshots_dir
+from tests.browser.lab import REPO, lab_page, require_or_skip
 
-MISSING = missing()
-if MISSING and os.environ.get("LADR_REQUIRE_BROWSER_TEST"):
-    raise RuntimeError(f"LADR_REQUIRE_BROWSER_TEST is set but the {MISSING}")
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
+pytestmark = require_or_skip()
 
 NOTEBOOK = REPO / "notebooks" / "07_real_model.ipynb"
 TIMEOUT_MS = 60_000
@@ -26,13 +23,8 @@ def lab07(tmp_path_factory):
     """Notebook 07 open in JupyterLab with every cell run (LADR_LIVE unset: the live cell only prints how):
     (page, screenshot folder)."""
     os.environ.pop("LADR_LIVE", None)   # the kernel inherits the server's environment
-    shots = screenshots_dir()
-    timings: dict[str, float] = {}
-    try:
-        with notebook_in_lab(NOTEBOOK, tmp_path_factory.mktemp("lab07"), shots, timings, TIMEOUT_MS) as page:
-            yield page, shots
-    finally:
-        print("browser test timings (s):", {k: round(v, 1) for k, v in timings.items()})
+    with lab_page(NOTEBOOK, tmp_path_factory.mktemp("lab07"), TIMEOUT_MS) as (page, shots, _timings):
+        yield page, shots
 
 
 def _outputs(page, selector: str, *, not_in: str | None = None):
