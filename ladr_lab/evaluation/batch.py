@@ -93,10 +93,13 @@ def _safe(rid: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", rid)[:120] or "_"
 
 
-def _fingerprint(ladder: Ladder, knobs: dict | None, model_name: str, inputs: dict) -> str:
+def _fingerprint(ladder: Ladder, knobs: dict | None, model_name: str, inputs: dict,
+                 model_options: Mapping[str, Any] | None = None) -> str:
     import hashlib
-    data = json.dumps({"ladder": ladder.text, "knobs": knobs or {}, "model": model_name, "inputs": inputs},
-                      sort_keys=True, default=str)
+    doc = {"ladder": ladder.text, "knobs": knobs or {}, "model": model_name, "inputs": inputs}
+    if model_options:          # only when given: rows finished before model options existed keep their fingerprint
+        doc["model_options"] = dict(model_options)
+    data = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -277,8 +280,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     todo: list[tuple[int, str, dict, str]] = []
     finished: list[dict] = []
     for pos, (rid, fields) in enumerate(rows, 1):
-        fp = _fingerprint(lad, knobs, str(model_name) + (json.dumps(dict(model_options), sort_keys=True, default=str)
-                                                         if model_options else ""), fields)
+        fp = _fingerprint(lad, knobs, str(model_name), fields, model_options)
         prev = done.get(rid)
         if prev is not None and prev.get("fingerprint") == fp:
             finished.append({**prev, "pos": pos})

@@ -40,3 +40,22 @@ def test_a_row_without_a_column_is_that_rows_error_and_the_summary_names_the_mos
     summary = ev.format()
     assert "2 of 3 rows failed; most common error (2×)" in summary
     assert "the ladder reads input column(s) context, tone" in summary and "--input" not in summary
+
+
+def test_model_options_reach_every_row_and_a_change_of_them_runs_the_rows_again(tmp_path):
+    from ladr_lab.errors import ModelError
+
+    rows = [{"id": "a", "context": "q1", "tone": "dry"}, {"id": "b", "context": "q2", "tone": "warm"}]
+    with pytest.raises(ModelError, match='model "offline" takes no options'):     # said once, before any row
+        evaluate(load_ladder_text(LADDER), rows, out=tmp_path / "refused", progress=False, model_options={"seed": 1})
+    assert not (tmp_path / "refused").exists()
+    out = tmp_path / "out"
+    opts = {"mock_response": "an answer", "temperature": 0.2}
+    first = evaluate(load_ladder_text(LADDER), rows, model="gpt-4o-mini", out=out, progress=False, model_options=opts)
+    assert [r["status"] for r in first.rows] == ["completed", "completed"]
+    assert {r["output"] for r in first.rows} == {"an answer"}
+    again = evaluate(load_ladder_text(LADDER), rows, model="gpt-4o-mini", out=out, progress=False, model_options=opts)
+    assert [r["fingerprint"] for r in again.rows] == [r["fingerprint"] for r in first.rows]    # resumed, not rerun
+    other = evaluate(load_ladder_text(LADDER), rows, model="gpt-4o-mini", out=out, progress=False,
+                     model_options={**opts, "mock_response": "another answer"})
+    assert {r["output"] for r in other.rows} == {"another answer"}      # new options: every row ran again
