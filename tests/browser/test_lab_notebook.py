@@ -59,7 +59,7 @@ def test_stepper_renders_and_steps(lab):
     count = stepper.locator(".ladr-round-count").first
     step = stepper.locator("button.widget-button", has_text=re.compile(r"^\s*Step\s*$"))
     expect(count).to_contain_text(re.compile(r"round|not started"))   # "not started" before the first call
-    before = _rounds(count.inner_text())
+    before = _settled_rounds(count)
     # as the notebook says: press Step twice, round 1 asks for documents, round 2 answers
     for n in (1, 2):
         t = time.monotonic()
@@ -114,6 +114,17 @@ def test_schema_edit_marks_a_flip(lab):
     assert errors.count() == 0 or not errors.first.inner_text().strip(), errors.first.inner_text()
     editor.screenshot(path=str(shots / "01_schema_editor_flip.png"))
     page.screenshot(path=str(shots / "01_page_end.png"))
+
+
+def _settled_rounds(count, timeout: float = TIMEOUT_MS / 1000) -> int:
+    """The round count once its text reads as one: the HTML widget may be mid-update (its text briefly empty) right
+    after `to_contain_text` matched, so one read of `inner_text` races the front end."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = count.inner_text()
+        if "not started" in text or re.search(r"(\d+)\s+round", text) or time.monotonic() > deadline:
+            return _rounds(text)
+        time.sleep(0.1)
 
 
 def _rounds(text: str) -> int:
