@@ -29,6 +29,8 @@ CASES = {
               "requestMatch without `required` takes the model's correct JSON answer as another request"),
     "good": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, {}, DEDUP,
              "the 1.5B model, constrained: asks for the right file (the prompt's example names it), then answers"),
+    "browse": ("research_browse.yaml", "local:1.5b", {"constrain": "request"}, {}, "What are metatags?",
+               "the 1.5B model, constrained: lists concepts/, reads concepts/metatags.md from that listing, answers"),
     "copied": ("research_small.yaml", "local:1.5b", {"constrain": "request"}, {"example": "gates/gate-actions.md"},
                DEDUP, "the same run with the prompt's example naming another file: the model asks for that one"),
 }
