@@ -17,9 +17,7 @@ its own copy of every slate the ladder writes to, under `slates/<row>/<title>` i
 from __future__ import annotations
 
 import json
-import re
 import threading
-import time
 from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -30,13 +28,14 @@ from ..analysis.positions import as_ladder
 from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import LadrError
-from ..trace import Gate, Trace, Write
+from ..trace import Trace
+from .cells import CellSpec, run_cell, safe_name
 from .inputs import check_input_columns, input_columns, most_common_error
 
 RESULTS = "results.jsonl"
 TABLE = "results.csv"
 COLUMNS = ("row", "status", "output", "llm_calls", "tokens_in", "tokens_out", "cost", "gates", "writes", "error",
-           "error_type", "error_step", "seconds", "trace")
+           "error_type", "error_step", "latency", "seconds", "trace")
 
 
 def load_inputs(inputs: Any) -> list[tuple[str, dict]]:
@@ -83,14 +82,10 @@ def load_inputs(inputs: Any) -> list[tuple[str, dict]]:
     dup = sorted({r for r in ids if ids.count(r) > 1})
     if dup:
         raise LadrError(f"row ids must be unique (repeated: {', '.join(dup[:5])})")
-    safe = [_safe(r) for r in ids]
+    safe = [safe_name(r) for r in ids]
     if len(set(safe)) != len(safe):
         raise LadrError("two row ids map to the same trace file name; use ids of letters, digits, '.', '_' or '-'")
     return rows
-
-
-def _safe(rid: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", rid)[:120] or "_"
 
 
 def _fingerprint(ladder: Ladder, knobs: dict | None, model_name: str, inputs: dict,
@@ -101,11 +96,6 @@ def _fingerprint(ladder: Ladder, knobs: dict | None, model_name: str, inputs: di
         doc["model_options"] = dict(model_options)
     data = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
-
-
-def _gates(trace: Trace) -> str:
-    return "; ".join(f"{e.step}#{e.node}:{e.branch}→{e.action}" + (f"→{e.jump}" if e.jump else "")
-                     for e in trace.events if isinstance(e, Gate))
 
 
 @dataclass
@@ -248,11 +238,9 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     temporary folder by default). Finished rows of an earlier, interrupted evaluation in `out` are not run
     again (`resume=False` starts afresh); `model_options` go to each row's model (and into the rows' fingerprint).
     Returns the Evaluation (`.results` is the DataFrame)."""
-    import shutil
     import tempfile
 
     from ..config import load_ladder
-    from ..engine import Run
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     lad = load_ladder(ladder, knobs=knobs) if isinstance(ladder, (str, Path)) and knobs else as_ladder(ladder)
@@ -287,42 +275,16 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
         else:
             todo.append((pos, rid, fields, fp))
 
+    slate_paths = {t: str(p) for t, p in base_slates.items() if p is not None}
+    if slates:
+        slate_paths.update({t: str(p) for t, p in slates.items()})
+
     def run_row(pos: int, rid: str, fields: dict, fp: str) -> dict:
-        t0 = time.perf_counter()
-        rel = f"traces/{_safe(rid)}.jsonl"
-        row: dict[str, Any] = {"row": rid, **{f"input.{k}": v for k, v in fields.items()}}
-        try:
-            lacks = [c for c in expected if c not in fields]
-            if lacks:    # this row only (a JSONL line without the key): its own error, naming the columns
-                raise LadrError(f"this row has no {', '.join(lacks)}: the ladder reads input column(s) "
-                                f"{', '.join(expected)}; this row has {', '.join(sorted(fields)) or 'none'}")
-            bound = {t: p for t, p in base_slates.items() if p is not None}
-            if slates:
-                bound.update({t: Path(p) for t, p in slates.items()})
-            for title in writes_to:
-                if bound.get(title) is not None:
-                    copy = out / "slates" / _safe(rid) / _safe(title)
-                    if copy.exists():
-                        shutil.rmtree(copy)
-                    if Path(bound[title]).is_dir():
-                        shutil.copytree(bound[title], copy, ignore=shutil.ignore_patterns(".ladr"))
-                    bound[title] = copy
-            run = Run(lad, model=model, inputs=fields, slates=bound, trace_out=out / rel,
-                      max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, model_options=model_options)
-            try:
-                res = run.run()
-            finally:       # an interrupt leaves the run unfinished: still close its trace file and models
-                run.trace.close()
-                run.close()
-            row.update(status=res.status, output=res.output, llm_calls=res.llm_calls, tokens_in=res.tokens_in,
-                       tokens_out=res.tokens_out, cost=res.cost, gates=_gates(run.trace),
-                       writes=sum(1 for e in run.trace.events if isinstance(e, Write) and e.status == "written"),
-                       error=res.error, error_type=res.error_type, error_step=res.error_step)
-        except Exception as exc:  # one row's failure is that row's result, never the evaluation's end
-            row.update(status="error", output="", llm_calls=0, tokens_in=0, tokens_out=0, cost=0.0, gates="",
-                       writes=0, error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__,
-                       error_step=getattr(exc, "step_id", None))
-        row.update(seconds=round(time.perf_counter() - t0, 3), trace=rel, fingerprint=fp, pos=pos)
+        spec = CellSpec(row=rid, pos=pos, fields=fields, out=str(out), trace=f"traces/{safe_name(rid)}.jsonl",
+                        fingerprint=fp, slates=slate_paths, isolate=tuple(sorted(writes_to)),
+                        isolate_dir=f"slates/{safe_name(rid)}", model=model, model_options=model_options,
+                        expected=tuple(expected), max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars)
+        row = run_cell(spec, lad)
         recorder.add(row)
         return row
 

@@ -1,0 +1,301 @@
+"""`experiment()`: every variant on every input row, one trace per cell, assertions checked per cell, resumable.
+
+The output folder holds `experiment.json` (the variants, their bases and the assertions), `<variant>/traces/
+<row>.jsonl` (one trace per cell run or replayed), `results.jsonl` (one line per finished cell, appended as
+cells finish: what a resumed experiment reads), `results.csv` and `summary.csv` (written at the end).
+
+Cells run in two waves. First every variant that runs the model (on the local thread pool, or as Ray tasks
+with `backend="ray"`); then every re-judged variant (`variants.py`): a cell whose row flips no verdict under
+the variant's schemas is copied from its base cell; any other is replayed through the engine from the base
+cell's trace, with no model call, and when the replay needs a call the recording does not have, it runs on
+live (`rejudge="auto"`, the default) or stops there as `unsettled` (`rejudge="only"`). `rejudge="off"` runs
+every variant with the model. The `source` column says which of these made each cell.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from ..errors import LadrError
+from ..evaluation.batch import _fingerprint, load_inputs
+from ..evaluation.cells import CellSpec, safe_name
+from ..evaluation.inputs import check_input_columns, input_columns
+from .asserts import Assertion, load_asserts
+from .cell import CellTask, asserts_fingerprint, check_row, execute
+from .results import RESULTS, Experiment, load_experiment
+from .variants import Variant, load_variants, test_key
+
+__all__ = ["RESERVED", "experiment"]
+
+RESERVED = ("assert", "__expected", "labels")   # input columns an experiment reads itself (not input.NAME)
+_REJUDGE = ("auto", "only", "off")
+_BACKENDS = ("local", "ray")
+
+
+def _split_inputs(inputs: Any, where: str) -> list[tuple[str, dict, tuple[Assertion, ...], Any]]:
+    """(row id, input fields, the row's own assertions, its labels) for each input row."""
+    rows = []
+    for rid, fields in load_inputs(inputs):
+        spec = [fields.pop(k) for k in ("assert", "__expected") if k in fields and fields[k] not in (None, "")]
+        for k in ("assert", "__expected"):
+            fields.pop(k, None)
+        labels = fields.pop("labels", None)
+        asserts = tuple(a for s in spec for a in load_asserts(s, where=f"{where}, row {rid}"))
+        rows.append((rid, fields, asserts, labels))
+    return rows
+
+
+def _merge(common: tuple[Assertion, ...], own: tuple[Assertion, ...]) -> tuple[Assertion, ...]:
+    names = {a.name for a in common}
+    return common + tuple(a for a in own if a.name not in names)
+
+
+class _Recorder:
+    """Appends finished cells to results.jsonl, one line each, under a lock (cells finish on many threads)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+
+    def add(self, row: dict) -> None:
+        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+        with self.lock, open(self.path, "a", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(line)
+            fh.flush()
+
+
+def _run_local(tasks: list[CellTask], ladders: Mapping[str, Any], *, concurrency: int, limiter,
+               on_result: Callable[[dict], None]) -> None:
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ladr-exp")
+    pending = {pool.submit(execute, t, ladders[t.variant], limiter=limiter) for t in tasks}
+    interrupted = False
+    try:
+        while pending:
+            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                on_result(fut.result())
+    except BaseException:
+        # Ctrl-C: start no new cell; cells in flight finish and are recorded
+        interrupted = True
+        for fut in pending:
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
+
+
+def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, out: str | Path | None = None,
+               knob_sets: Mapping[str, Mapping[str, Any]] | None = None, knobs: Mapping[str, Any] | None = None,
+               concurrency: int = 8, backend: str = "local", ray_address: str | None = None,
+               rate_limit: Mapping[str, str | float] | str | float | None = None, rejudge: str = "auto",
+               grader: str | None = None, slates: Mapping[str, str | Path] | None = None,
+               isolate_slates: bool = False, resume: bool = True, progress: bool = True,
+               model_options: Mapping[str, Any] | None = None, max_fetch_chars: int | None = None,
+               max_round_chars: int | None = None) -> Experiment:
+    """Run every variant (`ladders`: {name: ladder file or Ladder}, a list of files, or one ladder with
+    `knob_sets`) on every row of `inputs` (a CSV or JSONL file, a DataFrame, or a list of mappings), check
+    `asserts` (and each row's own `assert` column) on every cell, and return the Experiment (`.results` is a
+    DataFrame with a row per cell, `.summary()` one per variant). See the module docstring for the folder,
+    the re-judged variants and resuming."""
+    import tempfile
+
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if rejudge not in _REJUDGE:
+        raise LadrError(f"rejudge={rejudge!r}: give one of {', '.join(_REJUDGE)}")
+    if backend not in _BACKENDS:
+        raise LadrError(f"backend={backend!r}: give one of {', '.join(_BACKENDS)}")
+    if backend == "ray" and model is not None and not isinstance(model, str):
+        raise LadrError("backend='ray' sends cells to other processes: give the model by name, not as an object")
+    variants = load_variants(ladders, knob_sets=knob_sets, knobs=knobs)
+    if rejudge == "off":
+        variants = [Variant(v.name, v.ladder, v.knobs, v.source, None) for v in variants]
+    where = f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs"
+    common = tuple(load_asserts(asserts, where="asserts"))
+    rows = _split_inputs(inputs, where)
+    for v in variants:
+        check_input_columns(v.ladder, [(r, f) for r, f, _, _ in rows], where)
+        unknown = sorted(set(slates or {}) - {d.title for d in v.ladder.slates})
+        if unknown:
+            raise LadrError(f"variant {v.name}: slates names undeclared slate(s): {', '.join(unknown)}")
+    if model_options:      # an option the model does not take is said once, now, not as an error in every cell
+        from ..models import get_model
+        lad = variants[0].ladder
+        get_model(model if model is not None else lad.model, base_dir=lad.base_dir, options=model_options).close()
+    limiter = _limiter(rate_limit, backend)
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-exp-"))
+    out.mkdir(parents=True, exist_ok=True)
+    if not resume and (out / RESULTS).exists():
+        (out / RESULTS).unlink()
+    _write_manifest(out, variants, common, model, grader)
+    done = {(r.get("variant"), r["row"]): r for r in load_experiment(out).rows}
+    recorder = _Recorder(out / RESULTS)
+    ladders_by_name = {v.name: v.ladder for v in variants}
+    finished: list[dict] = []
+    total = len(variants) * len(rows)
+
+    from tqdm.auto import tqdm
+    bar = tqdm(total=total, desc=f"experiment ({len(variants)} variant(s) × {len(rows)} row(s))", unit="cell",
+               disable=not progress)
+
+    def record(row: dict) -> None:
+        recorder.add(row)
+        finished.append(row)
+        bar.update(1)
+
+    def keep(prev: dict, fp: str, asserts: tuple[Assertion, ...], pos: int) -> bool:
+        """A finished cell from an earlier run is kept when its run is the same; its checks are redone when
+        only the assertions changed."""
+        if prev is None or prev.get("fingerprint") != fp:
+            return False
+        afp = asserts_fingerprint(asserts, grader)
+        row = {**prev, "pos": pos}
+        if prev.get("asserts_fp") != afp:
+            row = {**check_row(row, asserts, out, grader=grader or "offline"), "asserts_fp": afp}
+            recorder.add(row)
+        finished.append(row)
+        bar.update(1)
+        return True
+
+    interrupted = False
+    try:
+        # wave 1: the variants that call the model
+        tasks = []
+        for v in variants:
+            if v.rejudged:
+                continue
+            for pos, (rid, fields, own, labels) in enumerate(rows, 1):
+                spec = _spec(v, out, rid, pos, fields, model, model_options, slates, isolate_slates,
+                             max_fetch_chars, max_round_chars)
+                cell_asserts = _merge(common, own)
+                if not keep(done.get((v.name, rid)), spec.fingerprint, cell_asserts, pos):
+                    tasks.append(_task(spec, v, cell_asserts, grader, labels))
+        _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
+        # wave 2: the re-judged variants, from the first wave's traces
+        base_rows = {(r.get("variant"), str(r["row"])): r for r in finished}
+        tasks = []
+        for v in variants:
+            if not v.rejudged:
+                continue
+            base = next(b for b in variants if b.name == v.base)
+            same_tests = test_key(base.ladder) == test_key(v.ladder)
+            for pos, (rid, fields, own, labels) in enumerate(rows, 1):
+                cell_asserts = _merge(common, own)
+                b = base_rows.get((base.name, rid))
+                spec = _spec(v, out, rid, pos, fields, model, model_options, slates, True,
+                             max_fetch_chars, max_round_chars, base=b, live=rejudge == "auto")
+                if keep(done.get((v.name, rid)), spec.fingerprint, cell_asserts, pos):
+                    continue
+                copied = _copy_if_unchanged(b, v, out, same_tests)
+                if copied is not None:
+                    row = {**copied, "variant": v.name, "pos": pos, "fingerprint": spec.fingerprint,
+                           "source": f"same as {base.name}: no verdict changes", "labels": labels}
+                    row = {**check_row(row, cell_asserts, out, grader=grader or "offline"),
+                           "asserts_fp": asserts_fingerprint(cell_asserts, grader)}
+                    record(row)
+                    continue
+                tasks.append(_task(spec, v, cell_asserts, grader, labels,
+                                   source=f"re-judged from {base.name}" if spec.replay else "run"))
+        _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        bar.close()
+        exp = Experiment(out, sorted(finished, key=lambda r: (r["pos"], _order(variants, r.get("variant")))),
+                         variants=[v.name for v in variants], interrupted=interrupted)
+        if not interrupted:
+            exp.save_tables()
+    return exp
+
+
+def _order(variants: list[Variant], name: str | None) -> int:
+    return next((i for i, v in enumerate(variants) if v.name == name), len(variants))
+
+
+def _limiter(rate_limit, backend: str):
+    if rate_limit is None:
+        return None
+    if backend == "ray":
+        return rate_limit          # the Ray backend makes its one shared actor from the rates
+    from ..models.limited import RateLimiter
+    return RateLimiter(rate_limit)
+
+
+def _dispatch(tasks, ladders, backend, ray_address, concurrency, limiter, record, progress) -> None:
+    if not tasks:
+        return
+    if backend == "ray":
+        from .ray_backend import run_on_ray
+        run_on_ray(tasks, ladders, address=ray_address, workers=concurrency, rate_limit=limiter, on_result=record)
+    else:
+        _run_local(tasks, ladders, concurrency=concurrency, limiter=limiter, on_result=record)
+
+
+def _task(spec: CellSpec, v: Variant, asserts, grader, labels, *, source: str = "run") -> CellTask:
+    return CellTask(spec, v.name, asserts, grader, source, labels)
+
+
+def _spec(v: Variant, out: Path, rid: str, pos: int, fields: dict, model, model_options, slates, isolate: bool,
+          max_fetch_chars, max_round_chars, *, base: dict | None = None, live: bool = True) -> CellSpec:
+    lad = v.ladder
+    bound = {d.title: str(Path(slates[d.title]) if slates and d.title in slates else lad.base_dir / d.path)
+             for d in lad.slates if (slates and d.title in slates) or d.path}
+    writes_to = tuple(sorted({t for t, _ in lad.written_targets()})) if isolate else ()
+    model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__) \
+        if model is not None else (lad.model or "offline")
+    fp = _fingerprint(lad, dict(v.knobs), str(model_name), fields, model_options)
+    replay = None
+    if base is not None and base.get("trace") and (out / base["trace"]).is_file() and base.get("status") != "error":
+        replay = str((out / base["trace"]).resolve())
+        fp = _fingerprint(lad, dict(v.knobs), f"re-judge {base.get('fingerprint')} live={live}", fields,
+                          model_options)
+    return CellSpec(row=rid, pos=pos, fields=dict(fields), out=str(out),
+                    trace=f"{safe_name(v.name)}/traces/{safe_name(rid)}.jsonl", fingerprint=fp, slates=bound,
+                    isolate=writes_to, isolate_dir=f"{safe_name(v.name)}/slates/{safe_name(rid)}", model=model,
+                    model_options=model_options, expected=tuple(input_columns(lad)),
+                    max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, variant=v.name,
+                    replay=replay, then=(model if live else None) if replay else None,
+                    limit_key=_limit_key(model_name))
+
+
+def _limit_key(model_name: str) -> str:
+    from ..models.limited import provider_of
+    return provider_of(model_name)
+
+
+def _copy_if_unchanged(base: dict | None, v: Variant, out: Path, same_tests: bool) -> dict | None:
+    """The base cell, when the variant's schemas flip none of its recorded verdicts (the same run)."""
+    if base is None or not same_tests or not base.get("trace") or not (out / base["trace"]).is_file():
+        return None
+    from ..analysis.edits import Edits
+    from ..analysis.rejudge import rejudge_rows
+    from ..trace import Trace
+    try:
+        rows = rejudge_rows(Trace.of(out / base["trace"]), Edits(v.ladder))
+    except LadrError:
+        return None
+    if any(r["flipped"] for r in rows):
+        return None
+    keep = {k: val for k, val in base.items()
+            if k not in ("variant", "fingerprint", "asserts_fp", "passed", "reasons", "asserts", "source", "pos")
+            and k not in (base.get("asserts") or ())}
+    return keep
+
+
+def _write_manifest(out: Path, variants: list[Variant], common, model, grader) -> None:
+    import os
+    doc = {"variants": [{"name": v.name, "source": v.source, "ladder": v.ladder.name, "knobs": dict(v.knobs),
+                         "base": v.base} for v in variants],
+           "asserts": [{"type": ("not-" if a.negate else "") + a.kind, "name": a.name,
+                        "value": a.value if not callable(a.value) else getattr(a.value, "__qualname__", "python")}
+                       for a in common],
+           "model": model if isinstance(model, str) or model is None else getattr(model, "name", "?"),
+           "grader": grader or "offline"}
+    tmp = out / "experiment.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
+    os.replace(tmp, out / "experiment.json")
