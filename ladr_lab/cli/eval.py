@@ -1,11 +1,13 @@
-"""`ladr-lab eval LADDER --inputs FILE --out DIR`: one run per input row, with a progress bar, resumable."""
+"""`ladr-lab eval LADDER [LADDER...] --inputs FILE --out DIR`: one run per input row, with a progress bar,
+resumable; with several ladders, knob sets, assertions or Ray, an experiment (variants × rows, `experiments`)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from ..errors import LadrError
-from ._common import _json_errors, _kv
+from ._common import USAGE_ERROR, _json_errors, _kv
 from .model_args import add_model_options, model_options
 from .run import _positive
 
@@ -19,9 +21,85 @@ def _model_arg(model: str | None) -> str | None:
     return model
 
 
+def _is_experiment(a) -> bool:
+    """Several ladders, knob sets, assertions, Ray, or an inputs file with assertion or label columns."""
+    if len(a.ladder) > 1 or a.knob_set or a.assertion or a.ray is not None or a.rate_limit or a.grader:
+        return True
+    from ..evaluation.batch import load_inputs
+    from ..experiments.runner import RESERVED
+    try:
+        return any(k in fields for _, fields in load_inputs(a.inputs) for k in RESERVED)
+    except LadrError:
+        return False      # evaluate says what is wrong with the file
+
+
+def _variants(items: list[str]) -> dict | list:
+    """LADDER arguments: `PATH` (named by its file stem) or `NAME=PATH`."""
+    named = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if sep and name and not Path(item).exists():
+            named[name] = path
+        else:
+            named[Path(item).stem if item not in named else item] = item
+    if len(named) != len(items):
+        return list(items)        # load_variants names repeated stems apart
+    return named
+
+
+def _knob_sets(items: list[str]) -> dict:
+    """`--knob-set NAME:K=V[,K=V...]` options as {name: knobs}."""
+    out = {}
+    for item in items or []:
+        name, sep, rest = item.partition(":")
+        if not sep or not name.strip():
+            print(f"ladr-lab: --knob-set takes NAME:K=V[,K=V...] (got {item!r})", file=sys.stderr)
+            raise SystemExit(USAGE_ERROR)
+        out[name.strip()] = _kv([kv for kv in rest.split(",") if kv.strip()], "--knob")
+    return out
+
+
+def _rate_limit(items: list[str]):
+    """`--rate-limit [PROVIDER=]RATE` options: one rate for every provider, or rates by provider."""
+    if not items:
+        return None
+    rates = {}
+    for item in items:
+        provider, sep, rate = item.rpartition("=")
+        rates[provider.strip() if sep else "*"] = rate.strip()
+    return rates
+
+
+def cmd_experiment(a) -> int:
+    """Run every variant on every row; exit 0 when every cell completed and no assertion failed, 1 otherwise."""
+    from ..experiments import experiment
+    try:
+        exp = experiment(_variants(a.ladder), a.inputs, model=_model_arg(a.model), asserts=a.assertion or None,
+                         out=a.out, knob_sets=_knob_sets(a.knob_set) or None, knobs=_kv(a.knob, "--knob") or None,
+                         concurrency=a.concurrency, backend="ray" if a.ray is not None else "local",
+                         ray_address=a.ray or None, rate_limit=_rate_limit(a.rate_limit), rejudge=a.rejudge,
+                         grader=a.grader, slates=_kv(a.slate, "--slate") or None, isolate_slates=a.isolate_slates,
+                         resume=not a.restart, progress=not a.no_progress and not a.json,
+                         model_options=model_options(a))
+    except LadrError as exc:
+        return _json_errors(a, exc)
+    counts = exp.counts()
+    failed = sum(r.get("passed") is False for r in exp.rows)
+    if a.json:
+        print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
+                          "summary": exp.summary_rows(), "out": str(exp.out),
+                          "results": str(exp.out / "results.csv")}, default=str))
+    else:
+        print(exp.format())
+    return 0 if set(counts) <= {"completed"} and not failed else 1
+
+
 def cmd_eval(a) -> int:
     """Evaluate a ladder over an inputs file; exit 0 when every row completed, 1 otherwise, 130 if interrupted."""
     from ..evaluation import evaluate
+    if _is_experiment(a):
+        return cmd_experiment(a)
+    a.ladder = a.ladder[0]
     try:
         ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
@@ -40,8 +118,10 @@ def cmd_eval(a) -> int:
 
 def add_parser(sub) -> None:
     """Register `eval`."""
-    p = sub.add_parser("eval", help="run a ladder over many inputs (CSV or JSONL), one trace per row")
-    p.add_argument("ladder")
+    p = sub.add_parser("eval", help="run a ladder over many inputs (CSV or JSONL), one trace per row; several "
+                                    "ladders (or knob sets, or assertions): an experiment, variants × rows")
+    p.add_argument("ladder", nargs="+", metavar="LADDER",
+                   help="a ladder file, or NAME=FILE; several are the variants of an experiment")
     p.add_argument("--inputs", required=True, metavar="FILE",
                    help="a .csv or .jsonl file: column id names the row, context (or input) sets input.context, "
                         "any other column input.NAME")
@@ -56,5 +136,21 @@ def add_parser(sub) -> None:
                                                           "rows finished with the same ladder and inputs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON summary line")
+    x = p.add_argument_group("experiments (variants × rows, assertions; docs/experiments.md)")
+    x.add_argument("--knob-set", action="append", default=[], metavar="NAME:K=V[,K=V]",
+                   help="a variant: the ladder(s) under these knobs (repeat for more variants)")
+    x.add_argument("--assert", dest="assertion", action="append", default=[], metavar="SPEC",
+                   help="an assertion on every cell, e.g. 'contains: dedup', 'fetched: retrieve/dedup.md', "
+                        "'max-calls: 3' (the inputs' `assert` column adds a row's own)")
+    x.add_argument("--grader", metavar="MODEL", help="the model of model-graded assertions (default offline, "
+                                                     "a deterministic stand-in)")
+    x.add_argument("--rejudge", choices=("auto", "only", "off"), default="auto",
+                   help="variants that differ only in requestMatch or gates: re-judged from the recorded runs, "
+                        "going live where the recording ends (auto), never live (only), or run again (off)")
+    x.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the cells as Ray tasks (a local Ray, or the cluster at ADDRESS); "
+                        "needs ladr_lab[ray]")
+    x.add_argument("--rate-limit", action="append", default=[], metavar="[PROVIDER=]RATE",
+                   help="calls per period shared by every worker, e.g. 60/min or openai=5/s")
     add_model_options(p)
     p.set_defaults(fn=cmd_eval)
