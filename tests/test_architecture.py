@@ -20,7 +20,7 @@ LAYERS = {
     "errors": 0, "cachedir": 0,
     "jsonx": 1, "slate": 1, "display": 1,
     "round": 2, "config": 2, "models": 2, "trace": 2,
-    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3,
+    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3, "experiments": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp")

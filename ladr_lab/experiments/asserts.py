@@ -389,11 +389,11 @@ def _json_check(a: Assertion, out: str) -> AssertionResult:
 
 def _limit_check(a: Assertion, cell: Mapping[str, Any]) -> AssertionResult:
     keys, words = _LIMITS[a.kind]
-    values = [cell.get(k) for k in (keys if isinstance(keys, tuple) else (keys,))]
+    values: list[Any] = [cell.get(k) for k in (keys if isinstance(keys, tuple) else (keys,))]
     if not all(_present(v) for v in values):
         return AssertionResult(None, f"the cell has no {' + '.join(keys) if isinstance(keys, tuple) else keys}")
     try:
-        got = sum(float(v) for v in values)
+        got = sum((float(v) for v in values), 0.0)
     except (TypeError, ValueError):
         return AssertionResult(None, f"the cell's {words} is not a number: {_short(repr(values))}")
     shown = f"{got:g}"
@@ -469,18 +469,16 @@ def _outcome(raw: Any, threshold: float | None, who: str) -> AssertionResult:
     if isinstance(raw, tuple) and len(raw) == 2 and isinstance(raw[0], bool):
         return AssertionResult(raw[0], f"{who}: {raw[1]}")
     if isinstance(raw, Mapping) and ("pass" in raw or "score" in raw):
-        score = raw.get("score")
-        score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
-        if "pass" in raw:
-            ok = bool(raw["pass"])
-            if threshold is not None and score is not None:
-                ok = ok and score >= threshold
-        elif score is not None:
-            ok = score >= limit
-        else:
-            return AssertionResult(None, f"{who} returned a score that is not a number: {_short(repr(raw))}")
+        given = raw.get("score")
+        graded = float(given) if isinstance(given, (int, float)) and not isinstance(given, bool) else None
         reason = raw.get("reason")
-        return AssertionResult(ok, f"{who}: {reason}" if reason else f"{who} returned pass={ok}", score=score)
+        said = f"{who}: {reason}" if reason else f"{who} returned pass={raw.get('pass')}"
+        if graded is None and "pass" not in raw:
+            return AssertionResult(None, f"{who} returned a score that is not a number: {_short(repr(raw))}")
+        ok = bool(raw["pass"]) if "pass" in raw else graded is not None and graded >= limit
+        if ok and threshold is not None and graded is not None and graded < threshold:
+            ok, said = False, f"{said} (score {graded:g} < threshold {threshold:g})"
+        return AssertionResult(ok, said, score=graded)
     return AssertionResult(None, f"{who} returned {_short(repr(raw))}: return a bool, a score, (bool, reason) or "
                                  "{pass, reason, score}")
 
@@ -572,11 +570,8 @@ def _unnegated(a: Assertion, cell: Mapping[str, Any], trace: Any, grader: Any) -
     return _graded(a, out, grader)
 
 
-def check_assertion(a: Assertion, cell: Mapping[str, Any], trace: Trace | None = None, *,
-                    grader: Model | str | None = None) -> AssertionResult:
-    """Check one assertion against a cell (and its trace, for `fetched`; `grader` for `model-graded`)."""
-    if not isinstance(a, Assertion):
-        raise LadrError(f"check_assertion takes an Assertion (see load_asserts), not {type(a).__name__}")
+def _check(a: Assertion, cell: Mapping[str, Any], trace: Any, grader: Any) -> AssertionResult:
+    """Check one assertion whose value `load_asserts` has already checked."""
     why = _errored(cell) if a.kind in _CONTENT else None
     if why is not None:
         return AssertionResult(False, why)
@@ -585,6 +580,14 @@ def check_assertion(a: Assertion, cell: Mapping[str, Any], trace: Trace | None =
         return result
     passed = not result.passed
     return AssertionResult(passed, f"{result.reason}: not-{a.kind} {'passes' if passed else 'fails'}", result.score)
+
+
+def check_assertion(a: Assertion, cell: Mapping[str, Any], trace: Trace | None = None, *,
+                    grader: Model | str | None = None) -> AssertionResult:
+    """Check one assertion against a cell (and its trace, for `fetched`; `grader` for `model-graded`)."""
+    if not isinstance(a, Assertion):
+        raise LadrError(f"check_assertion takes an Assertion (see load_asserts), not {type(a).__name__}")
+    return _check(_checked(a, ""), cell, trace, grader)
 
 
 def check_all(asserts: Any, cell: Mapping[str, Any], trace: Trace | None = None, *,
@@ -596,4 +599,4 @@ def check_all(asserts: Any, cell: Mapping[str, Any], trace: Trace | None = None,
             grader = _grader(grader)       # made once for the cell, not once per assertion
         except LadrError:
             pass                           # each model-graded result says why
-    return {a.name: check_assertion(a, cell, trace, grader=grader) for a in loaded}
+    return {a.name: _check(a, cell, trace, grader) for a in loaded}
