@@ -42,6 +42,7 @@ from .errors import (
     TraceError,
 )
 from .evaluation import Evaluation, evaluate, load_evaluation
+from .experiments import Experiment, experiment, load_experiment
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (
     CallInfo,
@@ -78,6 +79,7 @@ __all__ = [
     "ConfigError",
     "ConfigErrors",
     "Evaluation",
+    "Experiment",
     "Event",
     "FORCED_FINAL_LINE",
     "Finding",
@@ -119,12 +121,14 @@ __all__ = [
     "diff_prompts",
     "diff_runs",
     "evaluate",
+    "experiment",
     "extract",
     "extract_json",
     "get_model",
     "iter_problems",
     "lint",
     "load_evaluation",
+    "load_experiment",
     "load_ipython_extension",
     "load_ladder",
     "load_ladder_text",

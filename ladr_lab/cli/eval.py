@@ -86,8 +86,10 @@ def cmd_experiment(a) -> int:
     counts = exp.counts()
     failed = sum(r.get("passed") is False for r in exp.rows)
     if a.json:
+        summary = [{k: (None if isinstance(v, float) and v != v else v) for k, v in s.items()}   # NaN: no JSON
+                   for s in exp.summary_rows()]
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
-                          "summary": exp.summary_rows(), "out": str(exp.out),
+                          "summary": summary, "out": str(exp.out),
                           "results": str(exp.out / "results.csv")}, default=str))
     else:
         print(exp.format())

@@ -19,7 +19,7 @@ __all__ = ["CellTask", "check_row", "execute", "asserts_fingerprint"]
 @dataclass(frozen=True)
 class CellTask:
     """A cell to run: its spec, its variant's name (the key of its ladder), its assertions and the grader of
-    model-graded ones (a model name; None: `offline`, the deterministic stand-in)."""
+    model-graded ones (a model name; None: unchecked, see `runner.default_grader`)."""
 
     spec: CellSpec
     variant: str
@@ -63,6 +63,6 @@ def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> dict[str, Any]:
         row["labels"] = task.labels
     if task.spec.replay and row.get("live_calls"):
         row["source"] = f"{task.source}, {row['live_calls']} call(s) live"
-    row = check_row(row, task.asserts, task.spec.out, grader=task.grader or "offline")
+    row = check_row(row, task.asserts, task.spec.out, grader=task.grader)
     row["asserts_fp"] = asserts_fingerprint(task.asserts, task.grader)
     return row

@@ -11,14 +11,14 @@ from typing import Any
 from ..display import Displayable
 from ..trace import Trace
 
-__all__ = ["COLUMNS", "RESULTS", "SUMMARY", "TABLE", "Experiment", "load_experiment"]
+__all__ = ["COLUMNS", "HIDDEN", "RESULTS", "SUMMARY", "TABLE", "Experiment", "load_experiment"]
 
 RESULTS = "results.jsonl"
 TABLE = "results.csv"
 SUMMARY = "summary.csv"
 COLUMNS = ("variant", "row", "status", "passed", "output", "llm_calls", "tokens_in", "tokens_out", "cost",
            "seconds", "source", "gates", "writes", "error", "error_type", "error_step", "trace")
-_HIDDEN = ("fingerprint", "pos", "asserts_fp", "asserts", "reasons", "live_calls", "labels")
+HIDDEN = ("fingerprint", "pos", "asserts_fp", "asserts", "reasons", "live_calls", "labels")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -62,7 +62,7 @@ class Experiment(Displayable):
         names = self.assertion_names()
         inputs = sorted({k for r in self.rows for k in r if k.startswith("input.")})
         cols = [*COLUMNS[:4], *names, *inputs, *COLUMNS[4:]]
-        rows = [{k: v for k, v in r.items() if k not in _HIDDEN} for r in self.rows]
+        rows = [{k: v for k, v in r.items() if k not in HIDDEN} for r in self.rows]
         return pd.DataFrame(rows, columns=cols)
 
     def summary(self):

@@ -44,9 +44,19 @@ def _split_inputs(inputs: Any, where: str) -> list[tuple[str, dict, tuple[Assert
         for k in ("assert", "__expected"):
             fields.pop(k, None)
         labels = fields.pop("labels", None)
-        asserts = tuple(a for s in spec for a in load_asserts(s, where=f"{where}, row {rid}"))
+        asserts = _columns_apart(a for s in spec for a in load_asserts(s, where=f"{where}, row {rid}"))
         rows.append((rid, fields, asserts, labels))
     return rows
+
+
+def _columns_apart(asserts) -> tuple[Assertion, ...]:
+    """The assertions, a name that is also a result column (`status`, `output`...) prefixed `assert:`."""
+    from dataclasses import replace
+
+    from .results import COLUMNS, HIDDEN
+    taken = {*COLUMNS, *HIDDEN, "variant", "row"}
+    return tuple(replace(a, name=f"assert:{a.name}") if a.name in taken or a.name.startswith("input.") else a
+                 for a in asserts)
 
 
 def _merge(common: tuple[Assertion, ...], own: tuple[Assertion, ...]) -> tuple[Assertion, ...]:
@@ -112,10 +122,11 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     if backend == "ray" and model is not None and not isinstance(model, str):
         raise LadrError("backend='ray' sends cells to other processes: give the model by name, not as an object")
     variants = load_variants(ladders, knob_sets=knob_sets, knobs=knobs)
+    grader = grader if grader is not None else default_grader(model)
     if rejudge == "off":
         variants = [Variant(v.name, v.ladder, v.knobs, v.source, None) for v in variants]
     where = f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs"
-    common = tuple(load_asserts(asserts, where="asserts"))
+    common = _columns_apart(load_asserts(asserts, where="asserts"))
     rows = _split_inputs(inputs, where)
     for v in variants:
         check_input_columns(v.ladder, [(r, f) for r, f, _, _ in rows], where)
@@ -155,7 +166,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         afp = asserts_fingerprint(asserts, grader)
         row = {**prev, "pos": pos}
         if prev.get("asserts_fp") != afp:
-            row = {**check_row(row, asserts, out, grader=grader or "offline"), "asserts_fp": afp}
+            row = {**check_row(row, asserts, out, grader=grader), "asserts_fp": afp}
             recorder.add(row)
         finished.append(row)
         bar.update(1)
@@ -194,7 +205,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                 if copied is not None:
                     row = {**copied, "variant": v.name, "pos": pos, "fingerprint": spec.fingerprint,
                            "source": f"same as {base.name}: no verdict changes", "labels": labels}
-                    row = {**check_row(row, cell_asserts, out, grader=grader or "offline"),
+                    row = {**check_row(row, cell_asserts, out, grader=grader),
                            "asserts_fp": asserts_fingerprint(cell_asserts, grader)}
                     record(row)
                     continue
@@ -215,6 +226,17 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
 
 def _order(variants: list[Variant], name: str | None) -> int:
     return next((i for i, v in enumerate(variants) if v.name == name), len(variants))
+
+
+def default_grader(model) -> str | None:
+    """The grader of model-graded assertions when none is given: the experiment's model when it is a model
+    name that grades (`offline` is the deterministic stand-in); None (such assertions go unchecked, saying why)
+    for scripts, replays and Model objects, whose answers are not a grader's."""
+    if model is None:
+        return "offline"
+    if isinstance(model, str) and not model.strip().startswith(("script:", "replay:")):
+        return model
+    return None
 
 
 def _limiter(rate_limit, backend: str):
@@ -295,7 +317,7 @@ def _write_manifest(out: Path, variants: list[Variant], common, model, grader) -
                         "value": a.value if not callable(a.value) else getattr(a.value, "__qualname__", "python")}
                        for a in common],
            "model": model if isinstance(model, str) or model is None else getattr(model, "name", "?"),
-           "grader": grader or "offline"}
+           "grader": grader}
     tmp = out / "experiment.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
     os.replace(tmp, out / "experiment.json")

@@ -35,7 +35,7 @@ ROWS = [{"id": "dedup", "context": "How does deduplication work?", "assert": ["f
 
 def _row_of(messages) -> str:
     text = messages[-1]["content"]
-    return "dedup" if "deduplication" in text else "rounds" if "maxRounds" in text else "hard"
+    return next(r["id"] for r in ROWS if r["context"] in text)
 
 
 def _answers(json_answer: bool = False):
