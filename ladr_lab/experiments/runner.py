@@ -27,7 +27,7 @@ from ..evaluation.inputs import check_input_columns, input_columns
 from .asserts import Assertion, load_asserts
 from .cell import CellTask, asserts_fingerprint, check_row, execute
 from .results import RESULTS, Experiment, load_experiment
-from .variants import Variant, load_variants, test_key
+from .variants import Variant, branch_key, load_variants
 
 __all__ = ["RESERVED", "experiment"]
 
@@ -193,7 +193,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
             if not v.rejudged:
                 continue
             base = next(b for b in variants if b.name == v.base)
-            same_tests = test_key(base.ladder) == test_key(v.ladder)
+            same_tests = branch_key(base.ladder) == branch_key(v.ladder)
             for pos, (rid, fields, own, labels) in enumerate(rows, 1):
                 cell_asserts = _merge(common, own)
                 b = base_rows.get((base.name, rid))

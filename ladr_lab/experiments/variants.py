@@ -4,11 +4,11 @@ other variant's recorded runs instead of calling the model again.
 
 Two keys decide it. A variant's *run key* is its ladder document with every judging part taken out (each
 step's `retrieve.requestMatch`, its gate `if` — condition and branches —, its `slateWrite.match`) and the
-ladder's `name`; its *test key* takes out only the test schemas (`requestMatch`, `jsonMatches`, `equals`,
+ladder's `name`; its *branch key* takes out only the test schemas (`requestMatch`, `jsonMatches`, `equals`,
 `match`), keeping the gates' branches. Variants with the same run key send the model the same prompts for as
 long as the recorded outputs are judged the same way, so a later one is *re-judged* from the first: its
 cells replay that variant's traces through the engine (`models.ReplayModel`). Variants that also share the
-test key, on a row where no verdict flips, are the very same run: the cell is copied without running anything.
+branch key, on a row where no verdict flips, are the very same run: the cell is copied without running anything.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from typing import Any
 from ..config.model import Ladder
 from ..errors import LadrError
 
-__all__ = ["Variant", "load_variants", "run_key", "test_key"]
+__all__ = ["Variant", "branch_key", "load_variants", "run_key"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _TESTS = ("requestMatch", "jsonMatches", "equals", "match")
@@ -159,6 +159,6 @@ def run_key(ladder: Ladder) -> str:
     return _key(ladder, branches=True)
 
 
-def test_key(ladder: Ladder) -> str:
-    """The ladder without its test schemas only: equal test keys and no flipped verdict mean the same run."""
+def branch_key(ladder: Ladder) -> str:
+    """The ladder without its test schemas only: equal branch keys and no flipped verdict mean the same run."""
     return _key(ladder, branches=False)
