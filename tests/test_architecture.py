@@ -122,16 +122,32 @@ def test_the_cycle_check_finds_a_cycle():
 
 def test_evaluation_sits_above_its_layer_siblings():
     """evaluation drives the executor and re-judges with analysis; neither they nor any other package of its
-    layer or below imports it back (even inside a function)."""
+    layer or below imports it back (even inside a function) — but experiments, which stands above it."""
     uses, problems = set(), []
     for rel, tree in _modules():
         me = _top(rel)
         for (kind, target), node in _imports(rel, tree):
             if kind == "ladr_lab" and me == "evaluation" and target != me:
                 uses.add(target)
-            if kind == "ladr_lab" and target == "evaluation" and me != target and LAYERS[me] <= LAYERS[target]:
+            if kind == "ladr_lab" and target == "evaluation" and me not in (target, "experiments") \
+                    and LAYERS[me] <= LAYERS[target]:
                 problems.append(f"{rel}:{node.lineno} imports evaluation")
     assert {"engine", "analysis"} <= uses
+    assert problems == []
+
+
+def test_experiments_sit_above_evaluation():
+    """experiments run cells with evaluation's runner and re-judge with analysis; no package of layer 3 or below
+    imports experiments (even inside a function)."""
+    uses, problems = set(), []
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ladr_lab" and me == "experiments" and target != me:
+                uses.add(target)
+            if kind == "ladr_lab" and target == "experiments" and me != target and LAYERS[me] <= LAYERS[target]:
+                problems.append(f"{rel}:{node.lineno} imports experiments")
+    assert {"evaluation", "analysis"} <= uses
     assert problems == []
 
 
