@@ -15,13 +15,17 @@ from .analysis import (
     LintReport,
     NoStepsInCommon,
     RunDiff,
+    SchemaTuning,
     SectionDiff,
     diff_prompts,
     diff_runs,
     lint,
+    load_labels,
     rejudge,
     rejudge_rows,
     round_diff,
+    save_labels,
+    tune_request_match,
 )
 from .config import Ladder, WatchedLadder, iter_problems, load_ladder, load_ladder_text, watch
 from .cost import cost_report
@@ -105,6 +109,7 @@ __all__ = [
     "RunDiff",
     "RunError",
     "RunResult",
+    "SchemaTuning",
     "ScriptExhausted",
     "ScriptedModel",
     "SearchError",
@@ -130,6 +135,7 @@ __all__ = [
     "load_evaluation",
     "load_experiment",
     "load_ipython_extension",
+    "load_labels",
     "load_ladder",
     "load_ladder_text",
     "load_trace",
@@ -137,5 +143,7 @@ __all__ = [
     "rejudge_rows",
     "round_diff",
     "run_ladder",
+    "save_labels",
+    "tune_request_match",
     "watch",
 ]

@@ -16,6 +16,7 @@ CASES = {
     "rejudge": ["--n", "40", "--repeat", "1"],
     "engine": ["--sizes", "100", "--reps", "1"],
     "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
+    "tuning": ["--rows", "20", "--repeat", "1"],
 }
 
 

@@ -1,21 +1,28 @@
 """Questions answered about recorded runs without calling the model again: re-judging against an edited
-ladder, diffs of two runs and of two rounds' prompts, and lint of the pitfalls of seed 001. (Running a ladder
+ladder, tuning requestMatch over a data set (variants scored against labels), diffs of two runs and of two
+rounds' prompts, and lint of the pitfalls of seed 001. (Running a ladder
 over many inputs is `ladr_lab.evaluation`.)"""
 from .diff import RunDiff, diff_runs
+from .labels import load_labels, save_labels
 from .lint import Finding, LintReport, lint
 from .prompts import SectionDiff, diff_prompts, round_diff
 from .rejudge import NoStepsInCommon, rejudge, rejudge_rows
+from .tuning import SchemaTuning, tune_request_match
 
 __all__ = [
     "Finding",
     "LintReport",
     "NoStepsInCommon",
     "RunDiff",
+    "SchemaTuning",
     "SectionDiff",
     "diff_prompts",
     "diff_runs",
     "lint",
+    "load_labels",
     "rejudge",
     "rejudge_rows",
     "round_diff",
+    "save_labels",
+    "tune_request_match",
 ]

@@ -1,5 +1,6 @@
-"""Static views of analysis results: a `LintReport` (findings with evidence and fixes) and a `RunDiff` (totals,
-the first divergence, the aligned rows that differ).
+"""Static views of analysis results: a `LintReport` (findings with evidence and fixes), a `RunDiff` (totals,
+the first divergence, the aligned rows that differ) and a `SchemaTuning` (scores per variant, the outputs with
+each variant's verdict).
 
 Tables are bounded (`ROWS` rows; the rest counted): the widget (`DiffView`) pages through all.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..display import (
+    COLORS,
     Html,
     badge,
     concat,
@@ -25,8 +27,10 @@ from ..display import (
 if TYPE_CHECKING:
     from .diff import RunDiff
     from .lint import Finding, LintReport
+    from .tuning import SchemaTuning
 
-__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "lint_html", "where_label"]
+__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "lint_html", "tuning_html", "tuning_outputs_html",
+           "tuning_scores_html", "verdict_badge", "where_label"]
 
 ROWS = 200
 
@@ -121,3 +125,55 @@ def diff_html(d: RunDiff, max_rows: int = ROWS) -> str:
     else:
         body.append(tag("div", note(f"{len(differing):,} of {len(d.rows):,} aligned rows differ")))
     return root(*body, cls="ladr-diff", title="Run diff")
+
+
+def verdict_badge(verdict: str | None) -> Html:
+    """A tuning verdict as a badge: request (blue), answer (green), or "-" when the variant does not judge it."""
+    if verdict is None:
+        return note("-")
+    return badge(verdict, COLORS["retrieval"] if verdict == "request" else COLORS["final"], cls=f"ladr-{verdict}")
+
+
+def _num(x: float) -> str:
+    return "-" if x != x else f"{x:.2f}"
+
+
+def tuning_scores_html(t: SchemaTuning) -> Html:
+    """One row per variant: how many outputs it judges a request, tp / fp / fn / tn, precision, recall, f1,
+    accuracy ("-" where undefined)."""
+    rows = [[tag("b", s["variant"]), f"{s['requests']} of {s['judged']}", str(s["labelled"]), str(s["tp"]),
+             str(s["fp"]), str(s["fn"]), str(s["tn"]), _num(s["precision"]), _num(s["recall"]), _num(s["f1"]),
+             _num(s["accuracy"])] for s in t.score_rows()]
+    return table(["variant", "requests", "labelled", "tp", "fp", "fn", "tn", "precision", "recall", "f1",
+                  "accuracy"], rows, cls="ladr-tuning-scores")
+
+
+def tuning_outputs_html(rows: list[dict], variants: list[str], start: int = 0, count: int = ROWS,
+                        excerpt: int = 160) -> Html:
+    """Outputs (`SchemaTuning.wide_rows`) as a table: where, the label, each variant's verdict, an excerpt;
+    `count` of them from `start`."""
+    shown = rows[start:start + count]
+    cells = []
+    for r in shown:
+        text = " ".join(r["output"].split())
+        cells.append([where_label(r) + (" (forced)" if r["forced"] else ""), r["label"] or note("-"),
+                      *(verdict_badge(r[v]) for v in variants),
+                      tag("code", text[:excerpt] + ("…" if len(text) > excerpt else ""))])
+    out = table(["output", "label", *variants, "excerpt"], cells, cls="ladr-tuning-outputs")
+    rest = len(rows) - start - len(shown)
+    return concat(out, note(f"… {rest:,} more outputs") if rest > 0 else None)
+
+
+def tuning_html(t: SchemaTuning, max_rows: int = ROWS) -> str:
+    """Request detection per requestMatch variant: the scores, then the outputs where the variants disagree
+    (or every output, when they never do), bounded by `max_rows`."""
+    labelled = len(t.labels) - len(t.stray_labels)
+    body: list = [tag("div", f"{plural(len(t.outputs), 'output')} of retrieve rounds, {labelled} labelled"),
+                  tuning_scores_html(t)]
+    differ = t.wide_rows(disagree=True)
+    if max_rows:
+        rows = differ or t.wide_rows()
+        title = f"where {' and '.join(t.compared())} disagree ({len(differ)})" if differ else "outputs (no disagreement)"
+        body.append(details(tag("b", title), tuning_outputs_html(rows, t.variants, 0, max_rows),
+                            open=len(rows) <= 40))
+    return root(*body, cls="ladr-tuning", title="requestMatch tuning")
