@@ -88,6 +88,7 @@ class ExperimentView(View):
         self.tabs: Any = None
         self._diff_box: Any = None
         self._diffs: dict[tuple[str, str], dict[str, dict]] = {}
+        self._by = {(str(r.get("variant")), str(r["row"])): r for r in exp.rows}    # cells by (variant, row)
         style = html(STYLE)
         style.layout = layout("hidden", display="none")
         controls = w.HBox([self.variant_a, self.variant_b, self.only_disagree, self.only_failures],
@@ -123,10 +124,7 @@ class ExperimentView(View):
         return got
 
     def _cell(self, variant: str, row: str) -> dict | None:
-        try:
-            return self.experiment.cell(variant, row)
-        except KeyError:
-            return None
+        return self._by.get((str(variant), str(row)))
 
     def failing(self, row: str) -> bool:
         """Whether any variant's cell on `row` failed, ended in error or did not complete."""
@@ -201,7 +199,7 @@ class ExperimentView(View):
         return tuple(out)
 
     def _row_title(self, rid: str) -> str:
-        first = next((r for r in self.experiment.rows if str(r["row"]) == rid), {})
+        first = next((c for c in (self._cell(v, rid) for v in self.experiment.variants) if c is not None), {})
         fields = [f"{k[len('input.'):]}: {str(v)[:200]}" for k, v in first.items() if k.startswith("input.")]
         return "\n".join([f"row {rid}", *fields])
 
