@@ -173,6 +173,10 @@ class Experiment(Displayable):
                 for r in self.rows if (variant is None or r.get("variant") == variant)
                 and r.get("trace") and (self.out / r["trace"]).is_file()]
 
+    def row_ids(self) -> list[str]:
+        """The input rows' ids, in input order (each once, whatever the number of variants)."""
+        return list(dict.fromkeys(str(r["row"]) for r in self.rows))
+
     def counts(self) -> dict[str, int]:
         """How many cells ended with each status."""
         out: dict[str, int] = {}

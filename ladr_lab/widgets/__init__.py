@@ -1,14 +1,16 @@
 """Notebook widgets over ladr_lab's models: the only importer of ipywidgets (imported when a view is made).
 
-    from . import SlateView, TraceView, Stepper, RequestMatchEditor, ReplayView, DiffView, EvaluationView, TuningView
+    from . import (SlateView, TraceView, Stepper, RequestMatchEditor, ReplayView, DiffView, EvaluationView,
+                   ExperimentView, TuningView)
 
 Each view is an object whose `widget` is its root ipywidgets box (carrying a CSS class, e.g. `ladr-stepper`);
 as a cell's value it displays as that widget, and in a notebook saved without widget state as its static
 HTML. Views only display and drive the APIs below them (`Run`, `Trace`, `rejudge`, `diff_runs`, `lint`,
-`Evaluation`, `tune_request_match`, `ReplayModel`, the slate `Folder`); see docs/widgets.md.
+`Evaluation`, `Experiment`, `tune_request_match`, `ReplayModel`, the slate `Folder`); see docs/widgets.md.
 """
 from .diff_view import DiffView
 from .evaluation_view import EvaluationView
+from .experiment_view import ExperimentView
 from .replay_view import ReplayView
 from .schema_editor import RequestMatchEditor
 from .slate_view import SlateView
@@ -16,5 +18,5 @@ from .stepper import Stepper
 from .trace_view import TraceView
 from .tuning_view import TuningView
 
-__all__ = ["DiffView", "EvaluationView", "ReplayView", "RequestMatchEditor", "SlateView", "Stepper", "TraceView",
-           "TuningView"]
+__all__ = ["DiffView", "EvaluationView", "ExperimentView", "ReplayView", "RequestMatchEditor", "SlateView", "Stepper",
+           "TraceView", "TuningView"]

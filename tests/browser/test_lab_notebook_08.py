@@ -1,0 +1,103 @@
+"""Notebook 08 in a real browser: JupyterLab in headless Chromium runs every cell of a cleared copy (experiments with
+the offline and a scripted model), and its ExperimentView renders as widget DOM that fits the page: the summary,
+the grid's pass/fail badges with their reasons as tooltips, the disagree filter, and a clicked cell opening its
+trace (and its diff against the other variant).
+
+Skips as test_lab_notebook.py does. Screenshots (08_*.png) land beside the other notebooks'.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.lab import REPO, lab_page, require_or_skip
+
+pytestmark = require_or_skip()
+
+NOTEBOOK = REPO / "notebooks" / "08_experiments.ipynb"
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def lab08(tmp_path_factory):
+    """Notebook 08 open in JupyterLab with every cell run: (page, screenshot folder)."""
+    with lab_page(NOTEBOOK, tmp_path_factory.mktemp("lab08"), TIMEOUT_MS) as (page, shots, _timings):
+        yield page, shots
+
+
+def _view(page):
+    from playwright.sync_api import expect
+
+    out = page.locator(".jp-OutputArea-output").filter(has=page.locator(".ladr-experiment-view"))
+    expect(out).to_have_count(1)
+    out.scroll_into_view_if_needed()
+    return out, out.locator(".ladr-experiment-view").first
+
+
+def test_08_cells_ran_without_errors(lab08):
+    page, shots = lab08
+    for sel, what in [(".jp-OutputArea-output:has-text('Error displaying widget')", "widget error"),
+                      (".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "stderr output")]:
+        n = page.locator(sel).count()
+        assert n == 0, f"{n} {what}(s): {page.locator(sel).first.inner_text()[:800]}"
+    page.evaluate("() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollTop = 0")
+    page.screenshot(path=str(shots / "08_top.png"))
+
+
+def test_08_experiment_view_renders_its_grid_and_opens_a_cell(lab08):
+    from playwright.sync_api import expect
+
+    page, shots = lab08
+    out, view = _view(page)
+    assert "VBox(children=" not in out.inner_text()      # widget DOM, not the text fallback
+    expect(view.locator(".ladr-exp-summary")).to_have_count(1)
+    expect(view.locator(".ladr-exp-summary")).to_contain_text("one_file")
+    # 6 questions × 4 variants, each a badge: 5 + 4 + 0 + 5 pass, the rest fail
+    cells = view.locator("button.ladr-exp-cell")
+    expect(cells).to_have_count(24)
+    expect(view.locator("button.ladr-exp-pass")).to_have_count(14)
+    expect(view.locator("button.ladr-exp-fail")).to_have_count(10)
+    fail = view.locator("button.ladr-exp-fail").first
+    expect(fail).to_be_visible()
+    assert "✗ fail" in fail.inner_text()
+    assert "✗ right file: never fetched retrieve/dedup.md" in (fail.get_attribute("title") or "")
+    # a badge reads: its text colour is not the button's default grey on grey
+    color = fail.evaluate("e => getComputedStyle(e).color")
+    assert color == "rgb(207, 34, 46)", color
+    view.screenshot(path=str(shots / "08_experiment_view.png"))
+
+    # only where small and tight disagree: one row (max-rounds), its ≠ mark
+    view.locator(".widget-checkbox", has_text="only where they disagree").locator("input").check()
+    expect(cells).to_have_count(4)
+    expect(view.locator(".ladr-exp-disagree")).to_have_count(1)
+    expect(view.locator(".ladr-exp-page")).to_contain_text("rows 1–1 of 1")
+    view.screenshot(path=str(shots / "08_disagree.png"))
+
+    # clicking a cell opens its trace below the grid, and its diff against small
+    view.locator("button.ladr-exp-cell", has_text="fail").first.click()
+    box = view.locator(".ladr-exp-cell-box")
+    expect(box.locator(".ladr-trace-view")).to_have_count(1)
+    expect(box.locator(".ladr-exp-cell-head")).to_contain_text("row max-rounds · variant tight")
+    expect(box.locator(".ladr-exp-reasons")).to_contain_text("does not contain 'forced final'")
+    expect(view.locator("button.ladr-exp-open")).to_have_count(1)
+    box.locator(".ladr-trace-view .ladr-step button.ladr-toggle").first.click()
+    expect(box.locator(".ladr-trace-view .ladr-round")).to_have_count(2)
+    box.scroll_into_view_if_needed()
+    view.screenshot(path=str(shots / "08_cell_opened.png"))
+    box.locator(".lm-TabBar-tab", has_text="Diff").click()
+    expect(box.locator(".ladr-diff-view")).to_have_count(1)
+    expect(box.locator(".ladr-diff-view")).to_contain_text("tight/max-rounds")
+    box.locator(".ladr-diff-view").screenshot(path=str(shots / "08_cell_diff.png"))
+
+
+def test_08_nothing_overflows(lab08):
+    page, shots = lab08
+    # an output wider than its cell gets a horizontal scrollbar: scrollWidth > clientWidth (the DataFrames, the
+    # widget with its grid, summary and opened cell)
+    outputs = page.locator(".jp-OutputArea-output")
+    assert outputs.count() >= 10
+    for i in range(outputs.count()):
+        out = outputs.nth(i)
+        out.scroll_into_view_if_needed()
+        sw, cw = out.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert sw <= cw + 1, f"output {i} overflows its cell: {sw} > {cw} px: {out.inner_text()[:200]!r}"
+    page.screenshot(path=str(shots / "08_page_end.png"))
