@@ -88,8 +88,9 @@ def load_inputs(inputs: Any) -> list[tuple[str, dict]]:
     return rows
 
 
-def _fingerprint(ladder: Ladder, knobs: dict | None, model_name: str, inputs: dict,
-                 model_options: Mapping[str, Any] | None = None) -> str:
+def fingerprint(ladder: Ladder, knobs: dict | None, model_name: str, inputs: dict,
+                model_options: Mapping[str, Any] | None = None) -> str:
+    """What a finished row's result depends on: a resumed batch runs the row again when it changed."""
     import hashlib
     doc = {"ladder": ladder.text, "knobs": knobs or {}, "model": model_name, "inputs": inputs}
     if model_options:          # only when given: rows finished before model options existed keep their fingerprint
@@ -268,7 +269,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     todo: list[tuple[int, str, dict, str]] = []
     finished: list[dict] = []
     for pos, (rid, fields) in enumerate(rows, 1):
-        fp = _fingerprint(lad, knobs, str(model_name), fields, model_options)
+        fp = fingerprint(lad, knobs, str(model_name), fields, model_options)
         prev = done.get(rid)
         if prev is not None and prev.get("fingerprint") == fp:
             finished.append({**prev, "pos": pos})
@@ -314,4 +315,4 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     return ev
 
 
-__all__ = ["COLUMNS", "Evaluation", "evaluate", "load_evaluation", "load_inputs"]
+__all__ = ["COLUMNS", "Evaluation", "evaluate", "fingerprint", "load_evaluation", "load_inputs"]

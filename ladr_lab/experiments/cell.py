@@ -26,7 +26,6 @@ class CellTask:
     asserts: tuple[Assertion, ...] = ()
     grader: str | None = None
     source: str = "run"
-    labels: Any = None        # the input row's labels of its outputs (request / answer), kept for schema tuning
 
 
 def asserts_fingerprint(asserts: tuple[Assertion, ...], grader: str | None) -> str:
@@ -59,8 +58,6 @@ def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> dict[str, Any]:
     """Run the cell, then check its assertions: the cell's result row."""
     row = run_cell(task.spec, ladder, limiter=limiter)
     row["source"] = task.source
-    if task.labels is not None:
-        row["labels"] = task.labels
     if task.spec.replay and row.get("live_calls"):
         row["source"] = f"{task.source}, {row['live_calls']} call(s) live"
     row = check_row(row, task.asserts, task.spec.out, grader=task.grader)

@@ -18,7 +18,7 @@ TABLE = "results.csv"
 SUMMARY = "summary.csv"
 COLUMNS = ("variant", "row", "status", "passed", "output", "llm_calls", "tokens_in", "tokens_out", "cost",
            "seconds", "source", "gates", "writes", "error", "error_type", "error_step", "trace")
-HIDDEN = ("fingerprint", "pos", "asserts_fp", "asserts", "reasons", "live_calls", "labels")
+HIDDEN = ("fingerprint", "pos", "asserts_fp", "asserts", "reasons", "live_calls")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -77,7 +77,7 @@ class Experiment(Displayable):
         """`summary` as plain dicts."""
         names = self.assertion_names()
         out = []
-        for v in self.variants or sorted({r.get("variant") for r in self.rows}):
+        for v in self.variants or sorted({str(r.get("variant")) for r in self.rows}):
             cells = [r for r in self.rows if r.get("variant") == v]
             judged = [r for r in cells if r.get("passed") is not None]
             secs = [float(r.get("latency") or 0) for r in cells if r.get("status") != "error"]
@@ -125,7 +125,7 @@ class Experiment(Displayable):
         """`differences` as plain dicts."""
         a, b = a or self._pair()[0], b or self._pair()[1]
         for name in (a, b):
-            if name not in (self.variants or [r.get("variant") for r in self.rows]):
+            if name not in (self.variants or [str(r.get("variant")) for r in self.rows]):
                 raise KeyError(f"no variant {name!r} (variants: {', '.join(self.variants)})")
         by = {(r.get("variant"), str(r["row"])): r for r in self.rows}
         out = []
@@ -167,11 +167,22 @@ class Experiment(Displayable):
         return got
 
     def traces(self, variant: str | None = None) -> list[tuple[str, Trace]]:
-        """(cell id `variant/row`, trace) of every cell whose trace exists (one variant's with `variant`): the
-        shape schema tuning (`analysis.tune_request_match`) reads."""
-        return [(f"{r.get('variant')}/{r['row']}", self.trace(str(r.get("variant")), str(r["row"])))
+        """(cell id, trace) of every cell whose trace exists: ids `variant/row`, or with `variant` that variant's
+        cells only and ids the row ids — the shape schema tuning (`analysis.tune_request_match`) reads."""
+        return [(str(r["row"]) if variant is not None else f"{r.get('variant')}/{r['row']}",
+                 self.trace(str(r.get("variant")), str(r["row"])))
                 for r in self.rows if (variant is None or r.get("variant") == variant)
                 and r.get("trace") and (self.out / r["trace"]).is_file()]
+
+    def tune(self, variants, *, variant: str | None = None, labels=None, step: str | None = None):
+        """Which `requestMatch` tells requests from answers best over this experiment's recorded outputs, with no
+        model call: `analysis.tune_request_match` over one variant's cells (default: the first variant), the rows'
+        `labels` input column and `labels=` as its labels."""
+        from ..analysis import tune_request_match
+        name = variant or (self.variants[0] if self.variants else None)
+        if name is None:
+            raise KeyError(f"no cells in {self.out}")
+        return tune_request_match(self.traces(name), variants, labels=labels, step=step)
 
     def row_ids(self) -> list[str]:
         """The input rows' ids, in input order (each once, whatever the number of variants)."""
@@ -235,5 +246,5 @@ def load_experiment(out: str | Path) -> Experiment:
         except (ValueError, KeyError, TypeError):
             variants = []
     order = {v: i for i, v in enumerate(variants)}
-    rows = sorted(latest.values(), key=lambda r: (r.get("pos", 0), order.get(r.get("variant"), len(order))))
+    rows = sorted(latest.values(), key=lambda r: (r.get("pos", 0), order.get(str(r.get("variant")), len(order))))
     return Experiment(out, rows, variants or list(dict.fromkeys(str(r.get("variant")) for r in rows)))

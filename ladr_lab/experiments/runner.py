@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadrError
-from ..evaluation.batch import _fingerprint, load_inputs
+from ..evaluation.batch import fingerprint, load_inputs
 from ..evaluation.cells import CellSpec, safe_name
 from ..evaluation.inputs import check_input_columns, input_columns
 from .asserts import Assertion, load_asserts
@@ -31,21 +31,22 @@ from .variants import Variant, branch_key, load_variants
 
 __all__ = ["RESERVED", "experiment"]
 
-RESERVED = ("assert", "__expected", "labels")   # input columns an experiment reads itself (not input.NAME)
+# input columns that make `ladr-lab eval` an experiment: assertions (read by the experiment, not the ladder), and
+# labels (kept as the input field `labels`, which schema tuning reads from each cell's trace)
+RESERVED = ("assert", "__expected", "labels")
 _REJUDGE = ("auto", "only", "off")
 _BACKENDS = ("local", "ray")
 
 
-def _split_inputs(inputs: Any, where: str) -> list[tuple[str, dict, tuple[Assertion, ...], Any]]:
-    """(row id, input fields, the row's own assertions, its labels) for each input row."""
+def _split_inputs(inputs: Any, where: str) -> list[tuple[str, dict, tuple[Assertion, ...]]]:
+    """(row id, input fields, the row's own assertions) for each input row."""
     rows = []
     for rid, fields in load_inputs(inputs):
         spec = [fields.pop(k) for k in ("assert", "__expected") if k in fields and fields[k] not in (None, "")]
         for k in ("assert", "__expected"):
             fields.pop(k, None)
-        labels = fields.pop("labels", None)
         asserts = _columns_apart(a for s in spec for a in load_asserts(s, where=f"{where}, row {rid}"))
-        rows.append((rid, fields, asserts, labels))
+        rows.append((rid, fields, asserts))
     return rows
 
 
@@ -129,7 +130,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     common = _columns_apart(load_asserts(asserts, where="asserts"))
     rows = _split_inputs(inputs, where)
     for v in variants:
-        check_input_columns(v.ladder, [(r, f) for r, f, _, _ in rows], where)
+        check_input_columns(v.ladder, [(r, f) for r, f, _ in rows], where)
         unknown = sorted(set(slates or {}) - {d.title for d in v.ladder.slates})
         if unknown:
             raise LadrError(f"variant {v.name}: slates names undeclared slate(s): {', '.join(unknown)}")
@@ -158,7 +159,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         finished.append(row)
         bar.update(1)
 
-    def keep(prev: dict, fp: str, asserts: tuple[Assertion, ...], pos: int) -> bool:
+    def keep(prev: dict | None, fp: str, asserts: tuple[Assertion, ...], pos: int) -> bool:
         """A finished cell from an earlier run is kept when its run is the same; its checks are redone when
         only the assertions changed."""
         if prev is None or prev.get("fingerprint") != fp:
@@ -179,12 +180,12 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         for v in variants:
             if v.rejudged:
                 continue
-            for pos, (rid, fields, own, labels) in enumerate(rows, 1):
+            for pos, (rid, fields, own) in enumerate(rows, 1):
                 spec = _spec(v, out, rid, pos, fields, model, model_options, slates, isolate_slates,
                              max_fetch_chars, max_round_chars)
                 cell_asserts = _merge(common, own)
                 if not keep(done.get((v.name, rid)), spec.fingerprint, cell_asserts, pos):
-                    tasks.append(_task(spec, v, cell_asserts, grader, labels))
+                    tasks.append(CellTask(spec, v.name, cell_asserts, grader))
         _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
         # wave 2: the re-judged variants, from the first wave's traces
         base_rows = {(r.get("variant"), str(r["row"])): r for r in finished}
@@ -194,7 +195,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                 continue
             base = next(b for b in variants if b.name == v.base)
             same_tests = branch_key(base.ladder) == branch_key(v.ladder)
-            for pos, (rid, fields, own, labels) in enumerate(rows, 1):
+            for pos, (rid, fields, own) in enumerate(rows, 1):
                 cell_asserts = _merge(common, own)
                 b = base_rows.get((base.name, rid))
                 spec = _spec(v, out, rid, pos, fields, model, model_options, slates, True,
@@ -204,13 +205,13 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                 copied = _copy_if_unchanged(b, v, out, same_tests)
                 if copied is not None:
                     row = {**copied, "variant": v.name, "pos": pos, "fingerprint": spec.fingerprint,
-                           "source": f"same as {base.name}: no verdict changes", "labels": labels}
+                           "source": f"same as {base.name}: no verdict changes"}
                     row = {**check_row(row, cell_asserts, out, grader=grader),
                            "asserts_fp": asserts_fingerprint(cell_asserts, grader)}
                     record(row)
                     continue
-                tasks.append(_task(spec, v, cell_asserts, grader, labels,
-                                   source=f"re-judged from {base.name}" if spec.replay else "run"))
+                tasks.append(CellTask(spec, v.name, cell_asserts, grader,
+                                      f"re-judged from {base.name}" if spec.replay else "run"))
         _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
     except BaseException:
         interrupted = True
@@ -258,23 +259,19 @@ def _dispatch(tasks, ladders, backend, ray_address, concurrency, limiter, record
         _run_local(tasks, ladders, concurrency=concurrency, limiter=limiter, on_result=record)
 
 
-def _task(spec: CellSpec, v: Variant, asserts, grader, labels, *, source: str = "run") -> CellTask:
-    return CellTask(spec, v.name, asserts, grader, source, labels)
-
-
 def _spec(v: Variant, out: Path, rid: str, pos: int, fields: dict, model, model_options, slates, isolate: bool,
           max_fetch_chars, max_round_chars, *, base: dict | None = None, live: bool = True) -> CellSpec:
     lad = v.ladder
-    bound = {d.title: str(Path(slates[d.title]) if slates and d.title in slates else lad.base_dir / d.path)
-             for d in lad.slates if (slates and d.title in slates) or d.path}
+    bound = {d.title: str(Path(slates[d.title])) for d in lad.slates if slates and d.title in slates}
+    bound.update({d.title: str(lad.base_dir / d.path) for d in lad.slates if d.title not in bound and d.path})
     writes_to = tuple(sorted({t for t, _ in lad.written_targets()})) if isolate else ()
     model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__) \
         if model is not None else (lad.model or "offline")
-    fp = _fingerprint(lad, dict(v.knobs), str(model_name), fields, model_options)
+    fp = fingerprint(lad, dict(v.knobs), str(model_name), fields, model_options)
     replay = None
     if base is not None and base.get("trace") and (out / base["trace"]).is_file() and base.get("status") != "error":
         replay = str((out / base["trace"]).resolve())
-        fp = _fingerprint(lad, dict(v.knobs), f"re-judge {base.get('fingerprint')} live={live}", fields,
+        fp = fingerprint(lad, dict(v.knobs), f"re-judge {base.get('fingerprint')} live={live}", fields,
                           model_options)
     return CellSpec(row=rid, pos=pos, fields=dict(fields), out=str(out),
                     trace=f"{safe_name(v.name)}/traces/{safe_name(rid)}.jsonl", fingerprint=fp, slates=bound,

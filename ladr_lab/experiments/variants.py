@@ -128,7 +128,7 @@ def _strip(doc: Any, *, branches: bool) -> Any:
         return [_strip(x, branches=branches) for x in doc]
     if not isinstance(doc, dict):
         return doc
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in doc.items():
         if k == "retrieve" and isinstance(v, dict):
             out[k] = {kk: _strip(vv, branches=branches) for kk, vv in v.items() if kk != "requestMatch"}

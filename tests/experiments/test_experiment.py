@@ -224,3 +224,17 @@ def test_bad_arguments_are_clear_errors(tmp_path):
         experiment(_ladder(), [*ROWS[:2], {**ROWS[2], "assert": "contians: x"}], out=tmp_path)
     with pytest.raises(LadrError, match="no column context"):
         experiment(_ladder(), [{"id": "x", "question": "?"}], out=tmp_path)
+
+
+def test_tune_scores_request_match_variants_on_the_rows_labels_without_a_model(tmp_path):
+    rows = [{**r, "labels": ["request", "answer"]} for r in ROWS]
+    exp = experiment({"a": _ladder()}, rows, model=ScriptedModel(_answers(True)), out=tmp_path, progress=False)
+    assert exp.results["input.labels"].tolist() == [["request", "answer"]] * 3
+
+    strict = {"type": "object", "required": ["files"], "properties": {"files": {"type": "array"}}}
+    tight = {"type": "object", "required": ["request"]}
+    loose = {"type": "object"}          # also takes the JSON answer {"answer": ...} as a request
+    scores = {r["variant"]: r for r in exp.tune({"strict": strict, "tight": tight, "loose": loose}).score_rows()}
+    assert (scores["strict"]["tp"], scores["strict"]["fp"], scores["strict"]["fn"]) == (3, 0, 0)
+    assert (scores["tight"]["tp"], scores["tight"]["fn"], scores["tight"]["recall"]) == (0, 3, 0.0)
+    assert (scores["loose"]["tp"], scores["loose"]["fp"], scores["loose"]["precision"]) == (3, 3, 0.5)
