@@ -112,7 +112,7 @@ class TuningView(View):
         for i in page:
             o = self.tuning.outputs[i]
             toggle = w.ToggleButtons(options=_CHOICES, value=self.tuning.label_of(o) or "",
-                                     style={"button_width": "5.5em"}, layout=w.Layout(width="auto"))
+                                     style={"button_width": "7.5em"}, layout=w.Layout(width="auto"))
             toggle.add_class("ladr-label-toggle")
             line = html(self._line_html(i))
             toggle.observe(lambda c, o=o, i=i: self._labelled(o, i, c["new"]), names="value")

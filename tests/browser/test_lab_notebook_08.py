@@ -101,3 +101,26 @@ def test_08_nothing_overflows(lab08):
         sw, cw = out.evaluate("e => [e.scrollWidth, e.clientWidth]")
         assert sw <= cw + 1, f"output {i} overflows its cell: {sw} > {cw} px: {out.inner_text()[:200]!r}"
     page.screenshot(path=str(shots / "08_page_end.png"))
+
+
+def test_08_tuning_view_labels_recount_the_scores(lab08):
+    """The TuningView renders as widget DOM, its toggle labels fit their buttons, and a click on "Answer" for a
+    request output recounts the scores in the page (the `recorded` row loses a true positive)."""
+    from playwright.sync_api import expect
+
+    page, shots = lab08
+    out = page.locator(".jp-OutputArea-output").filter(has=page.locator(".ladr-tuning-view"))
+    expect(out).to_have_count(1)
+    out.scroll_into_view_if_needed()
+    view = out.locator(".ladr-tuning-view").first
+    assert "VBox(children=" not in out.inner_text()
+    scores = view.locator(".ladr-tuning-scores-box")
+    expect(scores).to_contain_text("precision")
+    before = scores.inner_text()
+    toggle = view.locator(".ladr-label-toggle").first
+    for button in toggle.locator("button").all():   # "Request" whole, not "Requ…"
+        fits = button.evaluate("b => b.scrollWidth <= b.clientWidth + 1")
+        assert fits, f"toggle label cut: {button.inner_text()!r}"
+    toggle.locator("button", has_text="Answer").click()
+    expect(scores).not_to_have_text(before)
+    view.screenshot(path=str(shots / "08_tuning_view.png"))
