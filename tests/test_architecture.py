@@ -20,11 +20,13 @@ LAYERS = {
     "errors": 0, "cachedir": 0,
     "jsonx": 1, "slate": 1, "display": 1,
     "round": 2, "config": 2, "models": 2, "trace": 2,
-    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3,
+    "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3, "experiments": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
-HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp")
-HEAVY_ALLOWED = {"litellm": {"models"}, "llama_cpp": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"}}
+HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp",
+         "ray")
+HEAVY_ALLOWED = {"litellm": {"models"}, "llama_cpp": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"},
+                 "ray": {"experiments"}}
 # jsonschema's own packages, imported with it: routed through the same single owner
 HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
 # within a layer, packages that stand below their neighbours: what they may import of ladr_lab
@@ -129,9 +131,24 @@ def test_evaluation_sits_above_its_layer_siblings():
         for (kind, target), node in _imports(rel, tree):
             if kind == "ladr_lab" and me == "evaluation" and target != me:
                 uses.add(target)
-            if kind == "ladr_lab" and target == "evaluation" and me != target and LAYERS[me] <= LAYERS[target]:
+            if kind == "ladr_lab" and target == "evaluation" and me not in (target, "experiments") \
+                    and LAYERS[me] <= LAYERS[target]:
                 problems.append(f"{rel}:{node.lineno} imports evaluation")
     assert {"engine", "analysis"} <= uses
+    assert problems == []
+
+
+def test_experiments_sit_above_evaluation():
+    """experiments runs its cells with evaluation's cell runner; nothing of its layer or below imports it back."""
+    uses, problems = set(), []
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), node in _imports(rel, tree):
+            if kind == "ladr_lab" and me == "experiments" and target != me:
+                uses.add(target)
+            if kind == "ladr_lab" and target == "experiments" and me != target and LAYERS[me] <= LAYERS[target]:
+                problems.append(f"{rel}:{node.lineno} imports experiments")
+    assert "evaluation" in uses
     assert problems == []
 
 
