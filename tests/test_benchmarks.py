@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "rejudge": ["--n", "40", "--repeat", "1"],
     "engine": ["--sizes", "100", "--reps", "1"],
+    "experiments": ["--quick", "--no-ray", "--latency", "0.05"],
     "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
     "tuning": ["--rows", "20", "--repeat", "1"],
 }

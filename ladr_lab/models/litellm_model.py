@@ -18,6 +18,7 @@ import contextlib
 import difflib
 import io
 import os
+import threading
 import time
 
 from ..errors import ModelError
@@ -25,6 +26,9 @@ from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
 from .options import validate_option_values
 
 __all__ = ["LiteLLMModel", "import_litellm", "no_stray_event_loop"]
+
+
+_STDOUT_SWAP = threading.Lock()     # contextlib.redirect_stdout swaps sys.stdout for every thread
 
 
 def import_litellm():
@@ -89,8 +93,9 @@ class LiteLLMModel:
         if self._checked:
             return
         litellm = import_litellm()
-        # on an unknown name litellm prints "Provider List: ..." to stdout: keep the CLI's output clean
-        with contextlib.redirect_stdout(io.StringIO()):
+        # on an unknown name litellm prints "Provider List: ..." to stdout: keep the CLI's output clean. The swap of
+        # sys.stdout is process-wide: under a lock, or two cells checking at once leave a StringIO as sys.stdout
+        with _STDOUT_SWAP, contextlib.redirect_stdout(io.StringIO()):
             try:
                 litellm.get_llm_provider(self.name, api_base=self.params.get("api_base"))
             except Exception as exc:

@@ -73,3 +73,28 @@ def test_an_unknown_model_is_refused_before_any_call_quietly(monkeypatch, capsys
     with pytest.raises(ModelError, match="unknown model 'gpt-4o-mni': litellm knows no provider for it"):
         LiteLLMModel("gpt-4o-mni").complete(MSGS)
     assert "Provider List" not in capsys.readouterr().out
+
+
+def test_models_checked_on_many_threads_at_once_leave_sys_stdout_as_it_was(monkeypatch):
+    """The check hides litellm's prints by swapping sys.stdout, which every thread shares: an experiment's cells
+    check their models at once, and unguarded swaps interleaved left a StringIO as sys.stdout (every later print
+    of the notebook lost)."""
+    import random
+    import sys
+    import threading
+    import time
+
+    import litellm
+    real = litellm.get_llm_provider
+
+    def slow(*a, **k):
+        time.sleep(random.uniform(0, 0.01))    # widen the window two swaps could interleave in
+        return real(*a, **k)
+    monkeypatch.setattr(litellm, "get_llm_provider", slow)
+    before = sys.stdout
+    threads = [threading.Thread(target=LiteLLMModel("openai/fake", api_key="none").check) for _ in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sys.stdout is before

@@ -1,0 +1,267 @@
+"""Cells as Ray tasks (`experiment(..., backend="ray")`): `run_on_ray` runs each cell (`cell.execute`) as one Ray
+task, at most `workers` in flight, and hands each finished row to the driver's `on_result` as it finishes.
+
+Decisions:
+
+- Ray is started only when it is not running: `ray.init(address)` (None: a local Ray sized by Ray itself), with
+  no dashboard and the workers' output kept out of the notebook (`log_to_driver=False`); a Ray the user started
+  (`ray.init(num_cpus=2)`, a cluster address) is used as it is, and left running afterwards, as Ray's own
+  libraries do (starting one costs seconds).
+- Each task asks for `min(1, CPUs / workers)` CPUs: a cell mostly waits on its model, so `workers` cells run at
+  once even on a small machine (`workers` is the concurrency, as on the local pool). A task is never retried
+  (`max_retries=0`: a cell may have written to slates); a task that fails inside Ray (a crashed worker, a
+  cancelled task) is its cell's row with status `error` naming the Ray error.
+- Each ladder goes to the object store once (`ray.put`). Workers import `ladr_lab` from where the driver did:
+  from a checkout (not from site-packages), its folder is put first on the workers' `PYTHONPATH`
+  (`runtime_env`), or a worker started elsewhere would import another copy, or none.
+- A rate limit is one actor (`_LimiterActor`, a `models.limited.RateLimiter`) for every worker: a worker's
+  `LimiterProxy.acquire` asks it how long to wait and waits in the worker, so the actor never blocks.
+- Traces: workers write them into the output folder, which on one machine is the driver's. On a cluster the
+  folder should be on a shared file system (slates a ladder writes to, too); without one, a worker on another
+  node sends its trace back with the row and the driver writes it where it is missing (`write_trace_if_missing`),
+  and a re-judged cell takes its recorded trace along to the worker.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import LadrError
+from .cell import CellTask, asserts_fingerprint, execute
+
+__all__ = ["LimiterProxy", "error_row", "import_ray", "run_on_ray", "run_task", "start_limiter", "write_trace_if_missing"]
+
+_INSTALL = 'pip install "ladr_lab[ray]"'
+
+
+def import_ray():
+    """The `ray` module, or a LadrError saying how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise LadrError(f'backend="ray" needs Ray, which is not installed: {_INSTALL}') from exc
+    return ray
+
+
+class _LimiterActor:
+    """The one rate limiter of a Ray run (made a Ray actor by `start_limiter`)."""
+
+    def __init__(self, rates: Any) -> None:
+        from ..models.limited import RateLimiter
+        self.limiter = RateLimiter(rates)
+
+    def delay(self, key: str) -> float:
+        """Reserve a token for `key`: how long the caller must wait before its call."""
+        return self.limiter.delay(key)
+
+    def stats(self) -> dict[str, float]:
+        """Tokens granted and seconds of waiting handed out so far."""
+        return {"granted": self.limiter.granted, "waited": round(self.limiter.waited, 3)}
+
+
+class LimiterProxy:
+    """A worker's handle on the shared limiter actor, with `RateLimiter`'s `delay` and `acquire` (picklable)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def delay(self, key: str) -> float:
+        """Reserve a token for `key` from the actor: the seconds to wait before the call."""
+        import ray
+        return float(ray.get(self.actor.delay.remote(key)))
+
+    def acquire(self, key: str) -> float:
+        """Block (here, not in the actor) until `key` may make one call; returns the seconds waited."""
+        wait = self.delay(key)
+        if wait > 0:
+            time.sleep(wait)
+        return wait
+
+    def stats(self) -> dict[str, float]:
+        """The actor's tokens granted and seconds of waiting handed out."""
+        import ray
+        return ray.get(self.actor.stats.remote())
+
+
+def start_limiter(rate_limit: Any, *, concurrency: int = 8) -> LimiterProxy:
+    """Start the shared rate-limiter actor for `rate_limit` ({provider: "60/min"} or one rate) and return its proxy."""
+    ray = import_ray()
+    from ..models.limited import RateLimiter
+    RateLimiter(rate_limit)    # a bad rate is refused here, in the driver, not as every cell's error
+    actor_cls = ray.remote(_LimiterActor)
+    options: dict[str, Any] = {"num_cpus": 0, "max_concurrency": max(16, 2 * concurrency)}
+    env = _runtime_env()
+    if env is not None:
+        options["runtime_env"] = env
+    actor = actor_cls.options(**options).remote(rate_limit)
+    return LimiterProxy(actor)
+
+
+def _node_id() -> str | None:
+    import ray
+    try:
+        return ray.get_runtime_context().get_node_id()
+    except Exception:       # not in a Ray process: no node to tell apart
+        return None
+
+
+def run_task(task: CellTask, ladder: Any, limiter: Any = None, driver_node: str | None = None,
+             files: Mapping[str, str] | None = None) -> tuple[dict, str | None]:
+    """Run one cell in a worker: its row, and its trace's text when the worker is not on the driver's node."""
+    for path, text in (files or {}).items():     # a re-judged cell's recording, where this node lacks it
+        write_trace_if_missing(path, text)
+    row = execute(task, ladder, limiter=limiter)
+    text = None
+    if driver_node is not None and _node_id() != driver_node and row.get("trace"):
+        path = Path(task.spec.out) / row["trace"]
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="backslashreplace")
+    return row, text
+
+
+def write_trace_if_missing(path: str | Path, text: str | None) -> bool:
+    """Write `text` to `path` (atomically) when there is text and no file there yet; True when written."""
+    path = Path(path)
+    if text is None or path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def _runtime_env() -> dict | None:
+    """Workers import this ladr_lab: its folder first on their PYTHONPATH, unless it is installed."""
+    parent = Path(__file__).resolve().parents[2]       # the folder holding the ladr_lab package
+    if parent.name in ("site-packages", "dist-packages"):
+        return None
+    # ${PYTHONPATH} is Ray's spelling of the worker's own value: kept after ours when the driver has one too
+    rest = f"{os.pathsep}${{PYTHONPATH}}" if os.environ.get("PYTHONPATH") else ""
+    return {"env_vars": {"PYTHONPATH": f"{parent}{rest}"}}
+
+
+def _init(ray, address: str | None) -> None:
+    if ray.is_initialized():
+        return
+    import logging
+    kwargs: dict[str, Any] = {"address": address, "ignore_reinit_error": True, "log_to_driver": False,
+                              "logging_level": logging.WARNING}
+    if address is None:
+        kwargs["include_dashboard"] = False
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:
+        where = f"at {address}" if address else "locally"
+        raise LadrError(f"could not start or reach Ray {where}: {type(exc).__name__}: {exc}") from None
+
+
+def _ray_error(exc: BaseException) -> tuple[str, str]:
+    """(error type, one-line message) of a task's failure: the cell's own exception when Ray carries one."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        exc = cause
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    first = lines[0].strip() if lines else ""
+    name = type(exc).__name__
+    return name, f"the Ray task failed: {name}" + (f": {first}" if first else "")
+
+
+def error_row(task: CellTask, exc: BaseException, seconds: float) -> dict:
+    """The row of a cell whose Ray task failed: status error naming the Ray error, its assertions unchecked (one of
+    them may be what failed, so the driver does not run them)."""
+    spec = task.spec
+    error_type, message = _ray_error(exc)
+    row: dict[str, Any] = {"row": spec.row}
+    if spec.variant is not None:
+        row["variant"] = spec.variant
+    row.update({f"input.{k}": v for k, v in spec.fields.items()})
+    row.update(status="error", output="", llm_calls=0, tokens_in=0, tokens_out=0, cost=0.0, gates="", writes=0,
+               latency=0.0, error=message, error_type=error_type, error_step=None, seconds=round(seconds, 3),
+               trace=spec.trace, fingerprint=spec.fingerprint, pos=spec.pos, source=task.source)
+    if task.labels is not None:
+        row["labels"] = task.labels
+    names = [a.name for a in task.asserts]
+    row.update({n: None for n in names})
+    row.update(passed=None, reasons={n: "not checked: the cell's Ray task failed" for n in names},
+               asserts=names, asserts_fp=asserts_fingerprint(task.asserts, task.grader))
+    return row
+
+
+def _cpus_per_task(ray, workers: int) -> float:
+    try:
+        total = float(ray.cluster_resources().get("CPU", 1.0))
+    except Exception:
+        total = 1.0
+    return max(0.0001, min(1.0, int(total / workers * 10000) / 10000))
+
+
+def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address: str | None = None,
+               workers: int = 8, rate_limit: Any = None, on_result: Callable[[dict], None]) -> dict[str, Any]:
+    """Run every task as a Ray task (at most `workers` at once), calling `on_result(row)` in the driver as each
+    finishes; returns {"cells": count, "limiter": the shared limiter's stats or None}."""
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    ray = import_ray()
+    tasks = list(tasks)
+    if not tasks:
+        return {"cells": 0, "limiter": None}
+    _init(ray, address)
+    limiter = start_limiter(rate_limit, concurrency=workers) if rate_limit is not None else None
+    options: dict[str, Any] = {"num_cpus": _cpus_per_task(ray, workers), "max_retries": 0}
+    env = _runtime_env()
+    if env is not None:
+        options["runtime_env"] = env
+    remote = ray.remote(run_task).options(**options)
+    refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks})}
+    driver = _node_id()
+    pending = iter(tasks)
+    in_flight: dict[Any, tuple[CellTask, float]] = {}
+
+    def submit() -> None:
+        for task in pending:
+            files = None
+            if task.spec.replay and Path(task.spec.replay).is_file():
+                files = {task.spec.replay: Path(task.spec.replay).read_text(encoding="utf-8",
+                                                                            errors="backslashreplace")}
+            ref = remote.remote(task, refs[task.variant], limiter, driver, files)
+            in_flight[ref] = (task, time.perf_counter())
+            if len(in_flight) >= workers:
+                return
+
+    done = 0
+    stats = None
+    try:
+        submit()
+        while in_flight:
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                task, t0 = in_flight.pop(ref)
+                try:
+                    row, text = ray.get(ref)
+                except Exception as exc:   # a crashed worker, a cancelled task: this cell's error, not the run's
+                    row, text = error_row(task, exc, time.perf_counter() - t0), None
+                write_trace_if_missing(Path(task.spec.out) / str(row.get("trace", "")), text)
+                on_result(row)
+                done += 1
+            submit()
+        if limiter is not None:
+            stats = limiter.stats()
+    except BaseException:
+        # Ctrl-C (or a failing on_result): start nothing more, cancel what runs, and say so by raising
+        for ref in in_flight:
+            try:
+                ray.cancel(ref)
+            except Exception:   # already finished or gone
+                pass
+        raise
+    finally:
+        if limiter is not None:
+            try:
+                ray.kill(limiter.actor)
+            except Exception:   # already gone
+                pass
+    return {"cells": done, "limiter": stats}
