@@ -114,7 +114,7 @@ def run_task(task: CellTask, ladder: Any, limiter: Any = None, driver_node: str 
     for path, text in (files or {}).items():     # a re-judged cell's recording, where this node lacks it
         write_trace_if_missing(path, text)
     row = execute(task, ladder, limiter=limiter)
-    text = None
+    text: str | None = None
     if driver_node is not None and _node_id() != driver_node and row.get("trace"):
         path = Path(task.spec.out) / row["trace"]
         if path.is_file():
@@ -182,8 +182,6 @@ def error_row(task: CellTask, exc: BaseException, seconds: float) -> dict:
     row.update(status="error", output="", llm_calls=0, tokens_in=0, tokens_out=0, cost=0.0, gates="", writes=0,
                latency=0.0, error=message, error_type=error_type, error_step=None, seconds=round(seconds, 3),
                trace=spec.trace, fingerprint=spec.fingerprint, pos=spec.pos, source=task.source)
-    if task.labels is not None:
-        row["labels"] = task.labels
     names = [a.name for a in task.asserts]
     row.update({n: None for n in names})
     row.update(passed=None, reasons={n: "not checked: the cell's Ray task failed" for n in names},
