@@ -111,8 +111,8 @@ def _node_id() -> str | None:
 def run_task(task: CellTask, ladder: Any, limiter: Any = None, driver_node: str | None = None,
              files: Mapping[str, str] | None = None) -> tuple[dict, str | None]:
     """Run one cell in a worker: its row, and its trace's text when the worker is not on the driver's node."""
-    for path, text in (files or {}).items():     # a re-judged cell's recording, where this node lacks it
-        write_trace_if_missing(path, text)
+    for path, recorded in (files or {}).items():     # a re-judged cell's recording, where this node lacks it
+        write_trace_if_missing(path, recorded)
     row = execute(task, ladder, limiter=limiter)
     text: str | None = None
     if driver_node is not None and _node_id() != driver_node and row.get("trace"):
