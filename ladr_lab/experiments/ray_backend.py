@@ -1,5 +1,5 @@
-"""Cells as Ray tasks (`experiment(..., backend="ray")`): `run_on_ray` runs each cell (`cell.execute`) as one Ray
-task, at most `workers` in flight, and hands each finished row to the driver's `on_result` as it finishes.
+"""Cells on Ray (`experiment(..., backend="ray")`): `run_on_ray` runs each cell (`cell.execute`) on a pool of Ray
+actor processes, at most `workers` at once, and hands each finished row to the driver's `on_result` as it finishes.
 
 Decisions:
 
@@ -7,10 +7,13 @@ Decisions:
   no dashboard and the workers' output kept out of the notebook (`log_to_driver=False`); a Ray the user started
   (`ray.init(num_cpus=2)`, a cluster address) is used as it is, and left running afterwards, as Ray's own
   libraries do (starting one costs seconds).
-- Each task asks for `min(1, CPUs / workers)` CPUs: a cell mostly waits on its model, so `workers` cells run at
-  once even on a small machine (`workers` is the concurrency, as on the local pool). A task is never retried
-  (`max_retries=0`: a cell may have written to slates); a task that fails inside Ray (a crashed worker, a
-  cancelled task) is its cell's row with status `error` naming the Ray error.
+- Cells run on a pool of threaded actors: a process per CPU of the cluster (at most one per worker), each with
+  `ceil(workers / processes)` threads (`pool_shape`). A cell mostly waits on its model, so `workers` is the
+  concurrency, as on the local pool; and each process imports the model's libraries (litellm) once, where a task
+  per cell in a fresh worker process paid that import again and again (benchmarks/README.md has the numbers). A
+  cell is never retried (`max_task_retries=0`: it may have written to slates); a cell whose process died (a
+  crash) or that failed inside Ray is its row with status `error` naming the Ray error — with the other cells
+  that were running in that process — and the process comes back for the next cells (`max_restarts`).
 - Each ladder goes to the object store once (`ray.put`). Workers import `ladr_lab` from where the driver did:
   from a checkout (not from site-packages), its folder is put first on the workers' `PYTHONPATH`
   (`runtime_env`), or a worker started elsewhere would import another copy, or none.
@@ -32,7 +35,8 @@ from typing import Any
 from ..errors import LadrError
 from .cell import CellTask, asserts_fingerprint, execute
 
-__all__ = ["LimiterProxy", "error_row", "import_ray", "run_on_ray", "run_task", "start_limiter", "write_trace_if_missing"]
+__all__ = ["LimiterProxy", "error_row", "import_ray", "pool_shape", "run_on_ray", "run_task", "start_limiter",
+           "write_trace_if_missing"]
 
 _INSTALL = 'pip install "ladr_lab[ray]"'
 
@@ -189,18 +193,35 @@ def error_row(task: CellTask, exc: BaseException, seconds: float) -> dict:
     return row
 
 
-def _cpus_per_task(ray, workers: int) -> float:
+class _CellRunner:
+    """One process of the runner pool (made a threaded Ray actor by `run_on_ray`): it runs cells on its threads,
+    so the model's libraries (litellm) are imported once per process, not once per cell or per worker."""
+
+    def run(self, task: CellTask, ladder: Any, limiter: Any = None, driver_node: str | None = None,
+            files: Mapping[str, str] | None = None) -> tuple[dict, str | None]:
+        """One cell: `run_task` on one of this process's threads."""
+        return run_task(task, ladder, limiter, driver_node, files)
+
+
+def pool_shape(cpus: float, workers: int) -> tuple[int, int]:
+    """(processes, threads each) for `workers` cells at once on `cpus` CPUs: a process per CPU (at most one per
+    worker), the workers shared out over their threads — a cell mostly waits on its model."""
+    processes = max(1, min(workers, int(cpus) or 1))
+    return processes, -(-workers // processes)
+
+
+def _cluster_cpus(ray) -> float:
     try:
-        total = float(ray.cluster_resources().get("CPU", 1.0))
+        return float(ray.cluster_resources().get("CPU", 1.0))
     except Exception:
-        total = 1.0
-    return max(0.0001, min(1.0, int(total / workers * 10000) / 10000))
+        return 1.0
 
 
 def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address: str | None = None,
                workers: int = 8, rate_limit: Any = None, on_result: Callable[[dict], None]) -> dict[str, Any]:
-    """Run every task as a Ray task (at most `workers` at once), calling `on_result(row)` in the driver as each
-    finishes; returns {"cells": count, "limiter": the shared limiter's stats or None}."""
+    """Run every task on a pool of Ray actor processes (at most `workers` cells at once), calling
+    `on_result(row)` in the driver as each finishes; returns {"cells": count, "processes", "threads", "limiter":
+    the shared limiter's stats or None}."""
     if workers < 1:
         raise ValueError("workers must be at least 1")
     ray = import_ray()
@@ -209,26 +230,35 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address
         return {"cells": 0, "limiter": None}
     _init(ray, address)
     limiter = start_limiter(rate_limit, concurrency=workers) if rate_limit is not None else None
-    options: dict[str, Any] = {"num_cpus": _cpus_per_task(ray, workers), "max_retries": 0}
+    cpus = _cluster_cpus(ray)
+    processes, threads = pool_shape(cpus, workers)
+    # an actor whose process dies comes back for the next cells (max_restarts); a cell is never run twice
+    options: dict[str, Any] = {"num_cpus": max(0.0001, min(1.0, int(cpus / processes * 10000) / 10000)),
+                               "max_concurrency": threads, "max_restarts": -1, "max_task_retries": 0}
     env = _runtime_env()
     if env is not None:
         options["runtime_env"] = env
-    remote = ray.remote(run_task).options(**options)
+    runner_cls = ray.remote(_CellRunner)
+    pool = [runner_cls.options(**options).remote() for _ in range(processes)]
+    load = [0] * processes
     refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks})}
     driver = _node_id()
     pending = iter(tasks)
-    in_flight: dict[Any, tuple[CellTask, float]] = {}
+    in_flight: dict[Any, tuple[CellTask, float, int]] = {}
 
     def submit() -> None:
-        for task in pending:
+        while len(in_flight) < workers:
+            task = next(pending, None)
+            if task is None:
+                return
             files = None
             if task.spec.replay and Path(task.spec.replay).is_file():
                 files = {task.spec.replay: Path(task.spec.replay).read_text(encoding="utf-8",
                                                                             errors="backslashreplace")}
-            ref = remote.remote(task, refs[task.variant], limiter, driver, files)
-            in_flight[ref] = (task, time.perf_counter())
-            if len(in_flight) >= workers:
-                return
+            k = min(range(processes), key=load.__getitem__)      # the least busy process
+            ref = pool[k].run.remote(task, refs[task.variant], limiter, driver, files)
+            load[k] += 1
+            in_flight[ref] = (task, time.perf_counter(), k)
 
     done = 0
     stats = None
@@ -237,7 +267,8 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address
         while in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
-                task, t0 = in_flight.pop(ref)
+                task, t0, k = in_flight.pop(ref)
+                load[k] -= 1
                 try:
                     row, text = ray.get(ref)
                 except Exception as exc:   # a crashed worker, a cancelled task: this cell's error, not the run's
@@ -257,9 +288,9 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address
                 pass
         raise
     finally:
-        if limiter is not None:
+        for actor in [*pool, *([limiter.actor] if limiter is not None else [])]:
             try:
-                ray.kill(limiter.actor)
+                ray.kill(actor)
             except Exception:   # already gone
                 pass
-    return {"cells": done, "limiter": stats}
+    return {"cells": done, "processes": processes, "threads": threads, "limiter": stats}

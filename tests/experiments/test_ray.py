@@ -202,3 +202,37 @@ def test_without_ray_the_backend_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(LadrError, match=r'backend="ray" needs Ray, which is not installed: pip install "ladr_lab\[ray\]"'):
         ray_backend.run_on_ray([], {}, on_result=print)
+
+
+def test_the_pool_has_a_process_per_cpu_and_shares_the_workers_over_threads():
+    from ladr_lab.experiments.ray_backend import pool_shape
+    assert pool_shape(2.0, 8) == (2, 4)
+    assert pool_shape(2.0, 32) == (2, 16)
+    assert pool_shape(2.0, 1) == (1, 1)
+    assert pool_shape(16.0, 3) == (3, 1)
+    assert pool_shape(0.5, 5) == (1, 5)
+    for cpus in (1.0, 2.0, 3.0, 64.0):
+        for workers in range(1, 40):
+            p, t = pool_shape(cpus, workers)
+            assert p * t >= workers and p * (t - 1) < workers      # room for every worker, no idle thread row
+
+
+def test_every_cell_of_a_run_uses_one_of_the_pool_processes(variants, script, tmp_path):
+    """Cells run on the pool's processes (a process per CPU here: 2), so the model's libraries load once per
+    process; the assertion reports the process each cell ran in."""
+    from ladr_lab.experiments.asserts import load_asserts
+    from ladr_lab.experiments.runner import _spec
+    from ladr_lab.experiments.variants import load_variants
+
+    def pid_of(output, cell):
+        return {"pass": False, "reason": str(os.getpid())}
+    v = load_variants({"a": variants["a"]})[0]
+    asserts = tuple(load_asserts(pid_of))
+    tasks = [CellTask(_spec(v, tmp_path, f"r{i}", i, {"context": f"q{i}"}, script, None, None, False, None, None),
+                      "a", asserts) for i in range(8)]
+    rows: list[dict] = []
+    info = ray_backend.run_on_ray(tasks, {"a": v.ladder}, workers=4, on_result=rows.append)
+    assert info["cells"] == 8 and (info["processes"], info["threads"]) == (2, 2)
+    assert len(rows) == 8 and all(r["status"] == "completed" for r in rows)
+    pids = {next(iter(r["reasons"].values())) for r in rows}
+    assert 1 <= len(pids) <= 2 and str(os.getpid()) not in pids
