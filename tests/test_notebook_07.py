@@ -20,7 +20,7 @@ RECORDED = ROOT / "notebooks" / "recorded"
 EXAMPLES = ROOT / "examples"
 NOTEBOOK = ROOT / "notebooks" / "07_real_model.ipynb"
 LADDERS = {"reask": "research.yaml", "tight": "pitfall_tight.yaml", "loose": "pitfall_loose.yaml",
-           "good": "research_small.yaml", "copied": "research_small.yaml"}
+           "good": "research_small.yaml", "copied": "research_small.yaml", "browse": "research_browse.yaml"}
 KNOBS = {"copied": {"example": "gates/gate-actions.md"}}
 
 
@@ -102,3 +102,28 @@ def test_copied_asks_for_the_file_the_prompts_example_names():
     assert '{"files": ["gates/gate-actions.md"]}' in copied[0].messages[0]["content"]
     assert _verdicts("copied") == [("retrieval", False), ("final", False)]
     assert "dedup" in copied[1].output.lower() and "gate" not in copied[1].output.lower()
+
+
+def test_browse_lists_a_subfolder_then_reads_a_file_it_was_shown_then_answers_from_it():
+    """Seed 001's browse → read → continue: round 1 lists concepts/ (its files come back as [{name, size}]), round 2
+    reads a file named in that listing, round 3 answers in prose, quoting the file."""
+    calls = ladr_lab.load_trace(RECORDED / "browse.jsonl").calls()
+    assert _verdicts("browse") == [("retrieval", False), ("retrieval", False), ("final", False)]
+    assert [c.constrained for c in calls] == ["request"] * 3
+    assert [(f.mode, f.path, f.status) for f in calls[0].fetched] == [("subfolders", "concepts/", "listed")]
+    assert [(f.mode, f.path, f.status) for f in calls[1].fetched] == [("files", "concepts/metatags.md", "fetched")]
+    assert not calls[2].fetched
+    # the model chose from what it was shown: round 2's prompt holds the listing, as JSON, with metatags.md in it
+    prompt = calls[1].messages[-1]["content"]
+    listing = prompt[prompt.index("--- concepts/ [subfolders] ---"):].split("\n")[1]
+    names = [entry["name"] for entry in json.loads(listing)]
+    assert "metatags.md" in names and "system-metatags.md" in names
+    assert "metatags.md" not in calls[0].messages[-1]["content"]   # not named before the listing
+    # the answer quotes the file: its opening paragraph, twice (once while narrating the steps), and last
+    metatags = (ROOT / "sample_slates" / "knowledge" / "docs" / "concepts" / "metatags.md").read_text(encoding="utf-8")
+    opening = metatags.split("\n\n")[1]
+    assert opening.startswith("Metatags are typed metadata attached to files.")
+    answer = calls[2].output
+    assert answer.count(opening) == 2 and answer.rstrip().endswith(opening)
+    # what the notebook says of it: it narrates the prompt's three steps first
+    assert "I will follow the steps provided" in answer and "3. **Once Retrieved shows" in answer

@@ -42,11 +42,14 @@ def test_07_cells_ran_without_errors(lab07):
         assert n == 0, f"{n} {what}(s): {page.locator(sel).first.inner_text()[:800]}"
     page.evaluate("() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollTop = 0")
     page.screenshot(path=str(shots / "07_top.png"))
-    # the printed rounds, in the page: the re-asking run, the constrained run's prose answer, the copied example
+    # the printed rounds, in the page: the re-asking run, the constrained run's prose answer, the copied example,
+    # the browsing run (its subfolder listed, then a file read)
     printed = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']")
     for text, name in [("round 4 → forced final", "07_reask_rounds.png"),
                        ("I will refer to the file", "07_good_rounds.png"),
-                       ("gates/gate-actions.md  (1937 chars)", "07_copied_rounds.png")]:
+                       ("gates/gate-actions.md  (1937 chars)", "07_copied_rounds.png"),
+                       ("subfolders concepts/  (431 chars)", "07_browse_rounds.png"),
+                       ('[{"name": "fields.md", "size": 2178}', "07_browse_listing.png")]:
         expect(printed.filter(has_text=text)).to_have_count(1)
         printed.filter(has_text=text).scroll_into_view_if_needed()
         expect(printed.filter(has_text=text)).to_be_in_viewport()
