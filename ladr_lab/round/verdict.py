@@ -120,6 +120,15 @@ class Verdict:
 def _why_bare(schema: dict, obj: Any) -> str:
     required = schema.get("required") if isinstance(schema, dict) else None
     if not required:
+        # "any JSON object" only when nothing else narrows the object: a closed or counted schema is not loose
+        narrow = []
+        if isinstance(schema, dict) and schema.get("additionalProperties") is False:
+            narrow.append("only the declared properties")
+        if isinstance(schema, dict) and ("minProperties" in schema or "maxProperties" in schema):
+            bounds = [f"{k} {schema[k]}" for k in ("minProperties", "maxProperties") if k in schema]
+            narrow.append(" and ".join(bounds))
+        if narrow:
+            return "the schema has no `required` but allows " + ", with ".join(narrow) + ", and this object keeps to them"
         return "the schema has no `required`, so any JSON object matches"
     return "it has the required " + ", ".join(f"`{k}`" for k in required)
 

@@ -38,6 +38,12 @@ def test_a_bare_match_says_what_let_it_through():
     assert loose.judgement.form == "bare" and "the schema has no `required`, so any JSON object matches" in loose.reason
     tight = judge('{"files": ["a"]}', {"type": "object", "required": ["files"]})
     assert "it has the required `files`" in tight.reason
+    # no `required`, but closed and counted (research_browse.yaml's shape): not "any JSON object"
+    closed = {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1,
+              "properties": {"files": {"type": "array"}, "subfolders": {"type": "array"}}}
+    why = judge('{"subfolders": ["concepts/"]}', closed).reason
+    assert "any JSON object" not in why
+    assert "no `required` but allows only the declared properties, with minProperties 1 and maxProperties 1" in why
 
 
 def test_no_json_is_a_final_answer_with_no_extraction_rule():
