@@ -23,7 +23,8 @@ def _model_arg(model: str | None) -> str | None:
 
 def _is_experiment(a) -> bool:
     """Several ladders, knob sets, assertions, Ray, or an inputs file with assertion or label columns."""
-    if len(a.ladder) > 1 or a.knob_set or a.assertion or a.ray is not None or a.rate_limit or a.grader:
+    if len(a.ladder) > 1 or a.knob_set or a.assertion or a.ray is not None or a.rate_limit or a.grader \
+            or a.share_slates:
         return True
     from ..evaluation.batch import load_inputs
     from ..experiments.runner import RESERVED
@@ -34,16 +35,17 @@ def _is_experiment(a) -> bool:
 
 
 def _variants(items: list[str]) -> dict | list:
-    """LADDER arguments: `PATH` (named by its file stem) or `NAME=PATH`."""
-    named = {}
+    """LADDER arguments: `PATH` (named by its file stem) or `NAME=PATH`; a name given twice is a LadrError."""
+    if not any("=" in item and not Path(item).exists() for item in items):
+        return list(items)        # load_variants names them by stem (a repeated stem gets -2)
+    named: dict[str, str] = {}
     for item in items:
         name, sep, path = item.partition("=")
-        if sep and name and not Path(item).exists():
-            named[name] = path
-        else:
-            named[Path(item).stem if item not in named else item] = item
-    if len(named) != len(items):
-        return list(items)        # load_variants names repeated stems apart
+        if not (sep and name) or Path(item).exists():
+            name, path = Path(item).stem, item
+        if name in named:
+            raise LadrError(f"variant name {name!r} is given twice (LADDER arguments are FILE or NAME=FILE)")
+        named[name] = path
     return named
 
 
@@ -78,7 +80,8 @@ def cmd_experiment(a) -> int:
                          out=a.out, knob_sets=_knob_sets(a.knob_set) or None, knobs=_kv(a.knob, "--knob") or None,
                          concurrency=a.concurrency, backend="ray" if a.ray is not None else "local",
                          ray_address=a.ray or None, rate_limit=_rate_limit(a.rate_limit), rejudge=a.rejudge,
-                         grader=a.grader, slates=_kv(a.slate, "--slate") or None, isolate_slates=a.isolate_slates,
+                         grader=a.grader, slates=_kv(a.slate, "--slate") or None,
+                         isolate_slates=not a.share_slates,
                          resume=not a.restart, progress=not a.no_progress and not a.json,
                          model_options=model_options(a))
     except LadrError as exc:
@@ -89,7 +92,7 @@ def cmd_experiment(a) -> int:
         summary = [{k: (None if isinstance(v, float) and v != v else v) for k, v in s.items()}   # NaN: no JSON
                    for s in exp.summary_rows()]
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
-                          "summary": summary, "out": str(exp.out),
+                          "summary": summary, "notes": exp.notes, "out": str(exp.out),
                           "results": str(exp.out / "results.csv")}, default=str))
     else:
         print(exp.format())
@@ -144,8 +147,10 @@ def add_parser(sub) -> None:
     x.add_argument("--assert", dest="assertion", action="append", default=[], metavar="SPEC",
                    help="an assertion on every cell, e.g. 'contains: dedup', 'fetched: retrieve/dedup.md', "
                         "'max-calls: 3' (the inputs' `assert` column adds a row's own)")
-    x.add_argument("--grader", metavar="MODEL", help="the model of model-graded assertions (default offline, "
-                                                     "a deterministic stand-in)")
+    x.add_argument("--grader", metavar="MODEL", help="the model of model-graded assertions (default: --model when "
+                                                     "it is a model name, offline being a deterministic stand-in)")
+    x.add_argument("--share-slates", action="store_true",
+                   help="cells share the slates the ladder writes to (default in an experiment: a copy per cell)")
     x.add_argument("--rejudge", choices=("auto", "only", "off"), default="auto",
                    help="variants that differ only in requestMatch or gates: re-judged from the recorded runs, "
                         "going live where the recording ends (auto), never live (only), or run again (off)")

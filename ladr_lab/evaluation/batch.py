@@ -199,23 +199,29 @@ class Evaluation(Displayable):
                 + error + f"\nresults: {self.out / TABLE}\ntraces:  {self.out / 'traces'}")
 
 
-def load_evaluation(out: str | Path) -> Evaluation:
-    """An evaluation read back from its output folder (the last result of each row)."""
-    out = Path(out)
-    latest: dict[str, dict] = {}
-    path = out / RESULTS
+def read_results(path: Path) -> list[dict]:
+    """The result lines of a results.jsonl (each a dict with a `row`), in file order; a line cut by a kill (or
+    anything else that is not one) is skipped: that row is simply not finished."""
+    out: list[dict] = []
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 rec = json.loads(line)
-            except ValueError:      # a line cut by a kill: that row is simply not finished
+            except ValueError:
                 continue
             if isinstance(rec, dict) and "row" in rec:
-                latest[str(rec["row"])] = rec
+                out.append(rec)
+    return out
+
+
+def load_evaluation(out: str | Path) -> Evaluation:
+    """An evaluation read back from its output folder (the last result of each row)."""
+    out = Path(out)
+    latest = {str(rec["row"]): rec for rec in read_results(out / RESULTS)}
     return Evaluation(out, sorted(latest.values(), key=lambda r: r.get("pos", 0)))
 
 
-class _Recorder:
+class Recorder:
     """Appends finished rows to results.jsonl, one line each, under a lock (rows finish on many threads)."""
 
     def __init__(self, path: Path) -> None:
@@ -262,7 +268,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__) \
         if model is not None else (lad.model or "offline")
     done = {r["row"]: r for r in load_evaluation(out).rows}
-    recorder = _Recorder(out / RESULTS)
+    recorder = Recorder(out / RESULTS)
     writes_to = {t for t, _ in lad.written_targets()} if isolate_slates else set()
     base_slates = {d.title: Path(slates[d.title]) if slates and d.title in slates else
                    (lad.base_dir / d.path if d.path else None) for d in lad.slates}
@@ -315,4 +321,5 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     return ev
 
 
-__all__ = ["COLUMNS", "Evaluation", "evaluate", "fingerprint", "load_evaluation", "load_inputs"]
+__all__ = ["COLUMNS", "Evaluation", "Recorder", "evaluate", "fingerprint", "load_evaluation", "load_inputs",
+           "read_results"]

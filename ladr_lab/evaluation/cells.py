@@ -27,8 +27,10 @@ UNSETTLED = "unsettled"
 
 
 def safe_name(rid: str) -> str:
-    """A row id (or variant name) as a file name: letters, digits, '.', '_' and '-' only."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", rid)[:120] or "_"
+    """A row id (or variant name) as a file name: letters, digits, '.', '_' and '-' only, and never `.` or `..`
+    (a folder of its own, not the one above)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", rid)[:120] or "_"
+    return "_" + name if set(name) == {"."} else name
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,9 @@ class CellTask:
 
 def asserts_fingerprint(asserts: tuple[Assertion, ...], grader: str | None) -> str:
     """What a cell's assertion results depend on besides its run: a changed assertion is re-checked, not re-run."""
-    data = json.dumps([[a.kind, a.value if not callable(a.value) else getattr(a.value, "__qualname__", "fn"),
-                        a.name, a.negate] for a in asserts] + [grader], sort_keys=True, default=str)
+    data = json.dumps([[a.kind, a.value if not callable(a.value) else
+                        f"{getattr(a.value, '__module__', '')}:{getattr(a.value, '__qualname__', 'fn')}",
+                        a.name, a.negate, a.threshold] for a in asserts] + [grader], sort_keys=True, default=str)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 

@@ -17,7 +17,7 @@ RESULTS = "results.jsonl"
 TABLE = "results.csv"
 SUMMARY = "summary.csv"
 COLUMNS = ("variant", "row", "status", "passed", "output", "llm_calls", "tokens_in", "tokens_out", "cost",
-           "seconds", "source", "gates", "writes", "error", "error_type", "error_step", "trace")
+           "latency", "seconds", "source", "gates", "writes", "error", "error_type", "error_step", "trace")
 HIDDEN = ("fingerprint", "pos", "asserts_fp", "asserts", "reasons", "live_calls")
 
 
@@ -39,6 +39,7 @@ class Experiment(Displayable):
     rows: list[dict] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
     interrupted: bool = False
+    notes: list[str] = field(default_factory=list)
     _traces: dict[str, Trace] = field(default_factory=dict, repr=False, compare=False)
 
     # ---- tables ------------------------------------------------------------------------------------------
@@ -66,7 +67,8 @@ class Experiment(Displayable):
         return pd.DataFrame(rows, columns=cols)
 
     def summary(self):
-        """One row per variant: cells, completed, pass rate (of cells with assertions), each assertion's pass
+        """One row per variant: cells, completed, passed, unchecked (cells with assertions none failed but one could not
+        check), pass rate (passed / cells with assertions), each assertion's pass
         rate, mean calls, tokens, cost, latency p50/p95 (the model's seconds per cell, as recorded: a re-judged
         cell has its base cell's), cells re-judged rather than run,
         and the pass rate's difference from the first variant (`Δ pass_rate`)."""
@@ -79,7 +81,7 @@ class Experiment(Displayable):
         out = []
         for v in self.variants or sorted({str(r.get("variant")) for r in self.rows}):
             cells = [r for r in self.rows if r.get("variant") == v]
-            judged = [r for r in cells if r.get("passed") is not None]
+            judged = [r for r in cells if r.get("asserts")]       # cells with assertions, checked or not
             secs = [float(r.get("latency") or 0) for r in cells if r.get("status") != "error"]
             row: dict[str, Any] = {
                 "variant": v, "cells": len(cells),
@@ -87,6 +89,7 @@ class Experiment(Displayable):
                 "errors": sum(r.get("status") == "error" for r in cells),
                 "unsettled": sum(r.get("status") == "unsettled" for r in cells),
                 "passed": sum(r.get("passed") is True for r in cells),
+                "unchecked": sum(r.get("passed") is None for r in judged),
                 "pass_rate": (sum(r.get("passed") is True for r in judged) / len(judged)) if judged else math.nan}
             for n in names:
                 checked = [r for r in cells if r.get(n) is not None and n in (r.get("asserts") or ())]
@@ -212,6 +215,7 @@ class Experiment(Displayable):
             lines.append(f"{s['variant']:<20} pass {rate:>5}  {s['completed']}/{s['cells']} completed{extra}; "
                          f"{s['calls_mean']:.1f} calls/cell, {s['tokens_in'] + s['tokens_out']:,} tokens, "
                          f"${s['cost']:.4f}, p50 {s['p50_s']:.2f} s")
+        lines += [f"note: {n}" for n in self.notes]
         return ("\n".join(lines) + (" (interrupted)" if self.interrupted else "")
                 + f"\nresults: {self.out / TABLE}\nsummary: {self.out / SUMMARY}")
 
@@ -227,24 +231,24 @@ class Experiment(Displayable):
 
 def load_experiment(out: str | Path) -> Experiment:
     """An experiment read back from its output folder (the last result of each cell)."""
+    from ..evaluation.batch import read_results
     out = Path(out)
-    latest: dict[tuple, dict] = {}
-    path = out / RESULTS
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:      # a line cut by a kill: that cell is simply not finished
-                continue
-            if isinstance(rec, dict) and "row" in rec:
-                latest[(rec.get("variant"), str(rec["row"]))] = rec
+    latest = {(rec.get("variant"), str(rec["row"])): rec for rec in read_results(out / RESULTS)}
     variants: list[str] = []
+    row_ids: list[str] | None = None
+    notes: list[str] = []
     manifest = out / "experiment.json"
     if manifest.is_file():
         try:
-            variants = [v["name"] for v in json.loads(manifest.read_text(encoding="utf-8"))["variants"]]
+            doc = json.loads(manifest.read_text(encoding="utf-8"))
+            variants = [v["name"] for v in doc["variants"]]
+            row_ids = [str(r) for r in doc["rows"]] if isinstance(doc.get("rows"), list) else None
+            notes = [str(n) for n in doc.get("notes") or ()]
         except (ValueError, KeyError, TypeError):
             variants = []
+    # cells of variants or rows the experiment no longer has (an earlier run into the same folder) are not its own
+    cells = [r for r in latest.values() if (not variants or str(r.get("variant")) in variants)
+             and (row_ids is None or str(r["row"]) in row_ids)]
     order = {v: i for i, v in enumerate(variants)}
-    rows = sorted(latest.values(), key=lambda r: (r.get("pos", 0), order.get(str(r.get("variant")), len(order))))
-    return Experiment(out, rows, variants or list(dict.fromkeys(str(r.get("variant")) for r in rows)))
+    rows = sorted(cells, key=lambda r: (r.get("pos", 0), order.get(str(r.get("variant")), len(order))))
+    return Experiment(out, rows, variants or list(dict.fromkeys(str(r.get("variant")) for r in rows)), notes=notes)

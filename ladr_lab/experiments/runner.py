@@ -14,14 +14,13 @@ every variant with the model. The `source` column says which of these made each 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 from ..errors import LadrError
-from ..evaluation.batch import fingerprint, load_inputs
+from ..evaluation.batch import Recorder, fingerprint, load_inputs
 from ..evaluation.cells import CellSpec, safe_name
 from ..evaluation.inputs import check_input_columns, input_columns
 from .asserts import Assertion, load_asserts
@@ -61,22 +60,18 @@ def _columns_apart(asserts) -> tuple[Assertion, ...]:
 
 
 def _merge(common: tuple[Assertion, ...], own: tuple[Assertion, ...]) -> tuple[Assertion, ...]:
-    names = {a.name for a in common}
-    return common + tuple(a for a in own if a.name not in names)
-
-
-class _Recorder:
-    """Appends finished cells to results.jsonl, one line each, under a lock (cells finish on many threads)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.lock = threading.Lock()
-
-    def add(self, row: dict) -> None:
-        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
-        with self.lock, open(self.path, "a", encoding="utf-8", errors="backslashreplace") as fh:
-            fh.write(line)
-            fh.flush()
+    """The common assertions, then the row's own: one the same as a common one is not checked twice; one that only
+    shares its name is kept, named apart (`NAME (row)`)."""
+    from dataclasses import replace
+    names = {a.name: a for a in common}
+    out = list(common)
+    for a in own:
+        same = names.get(a.name)
+        if same is None:
+            out.append(a)
+        elif same != a:
+            out.append(replace(a, name=f"{a.name} (row)"))
+    return tuple(out)
 
 
 def _run_local(tasks: list[CellTask], ladders: Mapping[str, Any], *, concurrency: int, limiter,
@@ -90,7 +85,7 @@ def _run_local(tasks: list[CellTask], ladders: Mapping[str, Any], *, concurrency
             for fut in ready:
                 on_result(fut.result())
     except BaseException:
-        # Ctrl-C: start no new cell; cells in flight finish and are recorded
+        # Ctrl-C: start no new cell and return at once; cells in flight are not recorded (a resume runs them)
         interrupted = True
         for fut in pending:
             fut.cancel()
@@ -104,7 +99,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                concurrency: int = 8, backend: str = "local", ray_address: str | None = None,
                rate_limit: Mapping[str, str | float] | str | float | None = None, rejudge: str = "auto",
                grader: str | None = None, slates: Mapping[str, str | Path] | None = None,
-               isolate_slates: bool = False, resume: bool = True, progress: bool = True,
+               isolate_slates: bool = True, resume: bool = True, progress: bool = True,
                model_options: Mapping[str, Any] | None = None, max_fetch_chars: int | None = None,
                max_round_chars: int | None = None) -> Experiment:
     """Run every variant (`ladders`: {name: ladder file or Ladder}, a list of files, or one ladder with
@@ -124,7 +119,11 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         raise LadrError("backend='ray' sends cells to other processes: give the model by name, not as an object")
     variants = load_variants(ladders, knob_sets=knob_sets, knobs=knobs)
     grader = grader if grader is not None else default_grader(model)
-    if rejudge == "off":
+    notes: list[str] = []
+    reader = schema_reader(model, model_options, variants[0].ladder)
+    if rejudge != "off" and reader and any(v.rejudged for v in variants):
+        notes.append(f"variants that differ only in judging were run, not re-judged: {reader}")
+    if rejudge == "off" or reader:
         variants = [Variant(v.name, v.ladder, v.knobs, v.source, None) for v in variants]
     where = f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs"
     common = _columns_apart(load_asserts(asserts, where="asserts"))
@@ -143,9 +142,9 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     out.mkdir(parents=True, exist_ok=True)
     if not resume and (out / RESULTS).exists():
         (out / RESULTS).unlink()
-    _write_manifest(out, variants, common, model, grader)
+    _write_manifest(out, variants, common, model, grader, [rid for rid, _, _ in rows], notes)
     done = {(r.get("variant"), r["row"]): r for r in load_experiment(out).rows}
-    recorder = _Recorder(out / RESULTS)
+    recorder = Recorder(out / RESULTS)
     ladders_by_name = {v.name: v.ladder for v in variants}
     finished: list[dict] = []
     total = len(variants) * len(rows)
@@ -219,7 +218,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     finally:
         bar.close()
         exp = Experiment(out, sorted(finished, key=lambda r: (r["pos"], _order(variants, r.get("variant")))),
-                         variants=[v.name for v in variants], interrupted=interrupted)
+                         variants=[v.name for v in variants], interrupted=interrupted, notes=notes)
         if not interrupted:
             exp.save_tables()
     return exp
@@ -237,6 +236,22 @@ def default_grader(model) -> str | None:
         return "offline"
     if isinstance(model, str) and not model.strip().startswith(("script:", "replay:")):
         return model
+    return None
+
+
+def schema_reader(model, model_options, ladder) -> str | None:
+    """Why the model's answers may depend on the schemas a call is judged by (so a variant that changes them must
+    run to be known), or None when they depend on the prompt alone and re-judging is exact."""
+    if model_options and model_options.get("constrain"):
+        return "constrain decodes against requestMatch"
+    spec = model if model is not None else (ladder.model or "offline")
+    if isinstance(spec, str):
+        name = spec.strip()
+        if name in ("", "offline"):
+            return "the offline model shapes its requests and JSON answers by the call's schemas"
+        return None          # script files answer from lists; litellm and local models see the prompt only
+    if getattr(spec, "reads_schemas", False):
+        return f"{getattr(spec, 'name', type(spec).__name__)} reads the call's schemas (reads_schemas)"
     return None
 
 
@@ -306,7 +321,8 @@ def _copy_if_unchanged(base: dict | None, v: Variant, out: Path, same_tests: boo
     return keep
 
 
-def _write_manifest(out: Path, variants: list[Variant], common, model, grader) -> None:
+def _write_manifest(out: Path, variants: list[Variant], common, model, grader, rows: list[str],
+                    notes: list[str]) -> None:
     import os
     doc = {"variants": [{"name": v.name, "source": v.source, "ladder": v.ladder.name, "knobs": dict(v.knobs),
                          "base": v.base} for v in variants],
@@ -314,7 +330,7 @@ def _write_manifest(out: Path, variants: list[Variant], common, model, grader) -
                         "value": a.value if not callable(a.value) else getattr(a.value, "__qualname__", "python")}
                        for a in common],
            "model": model if isinstance(model, str) or model is None else getattr(model, "name", "?"),
-           "grader": grader}
+           "grader": grader, "rows": rows, "notes": notes}
     tmp = out / "experiment.json.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
     os.replace(tmp, out / "experiment.json")

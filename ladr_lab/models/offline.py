@@ -78,6 +78,7 @@ class OfflineModel:
     """The deterministic, network-free default model that retrieves by the index and answers extractively."""
 
     deterministic = True   # the same messages always get the same answer (the search server relies on it)
+    reads_schemas = True   # its requests and JSON answers are shaped by the call's requestMatch and output schema
 
     def __init__(self, *, name: str = "offline", max_concurrency: int = 4) -> None:
         self.name = name

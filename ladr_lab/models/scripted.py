@@ -64,9 +64,15 @@ class ScriptedModel:
         *,
         name: str = "script",
         max_concurrency: int = 1,
+        reads_schemas: bool | None = None,
     ) -> None:
         self.name = name
         self.max_concurrency = max_concurrency
+        # whether an answer may depend on the call's schemas (requestMatch, a gate's or write's): a callable is
+        # handed them, so it may, unless its author says otherwise; a list or mapping never does. Experiments
+        # re-judge a schema-only variant from recorded runs only for a model whose answers ignore the schemas.
+        self.reads_schemas = callable(script) and not isinstance(script, (Mapping, list)) \
+            if reads_schemas is None else bool(reads_schemas)
         self.calls: list[dict] = []
         self._lock = threading.Lock()
         self._handler: Callable[..., str | Completion] | None = None

@@ -86,3 +86,10 @@ def test_rate_limit_option_reads_one_rate_or_rates_by_provider():
     assert _rate_limit([]) is None
     assert _rate_limit(["60/min"]) == {"*": "60/min"}
     assert _rate_limit(["openai=5/s", "anthropic=50/min"]) == {"openai": "5/s", "anthropic": "50/min"}
+
+
+def test_a_variant_name_given_twice_is_a_clear_error(tmp_path, inputs, capsys):
+    code = main(["eval", f"a={SMALL}", f"a={TIGHT}", "--inputs", str(inputs), "--out", str(tmp_path / "x"),
+                 "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and "variant name 'a' is given twice" in err and "Traceback" not in err

@@ -108,7 +108,8 @@ def test_rejudged_cells_equal_cells_run_with_the_model(tmp_path, json_answer):
         calls.append(call.round)
         return _answers(json_answer)(messages, call)
 
-    rejudged = experiment(variants, ROWS, model=ScriptedModel(counted), out=tmp_path / "r", progress=False)
+    rejudged = experiment(variants, ROWS, model=ScriptedModel(counted, reads_schemas=False), out=tmp_path / "r",
+                          progress=False)
     n_rejudged = len(calls)
     run = experiment(variants, ROWS, model=ScriptedModel(_answers(json_answer)), out=tmp_path / "o",
                      rejudge="off", progress=False)
@@ -128,11 +129,12 @@ def test_rejudged_cells_equal_cells_run_with_the_model(tmp_path, json_answer):
 
 def test_rejudge_only_never_calls_the_model_and_says_unsettled(tmp_path):
     variants = {"a": _ladder(), "loose": _ladder(LOOSE)}
-    experiment(variants, ROWS, model=ScriptedModel(_answers(True)), out=tmp_path, progress=False)
+    experiment(variants, ROWS, model=ScriptedModel(_answers(True), reads_schemas=False), out=tmp_path, progress=False)
 
     def refuse(messages, call):
         raise AssertionError("the model was called")
-    exp = experiment(variants, ROWS, model=ScriptedModel(refuse), out=tmp_path, rejudge="only", progress=False)
+    exp = experiment(variants, ROWS, model=ScriptedModel(refuse, reads_schemas=False), out=tmp_path, rejudge="only",
+                     progress=False)
     loose = [r for r in exp.rows if r["variant"] == "loose"]
     assert [r["status"] for r in loose] == ["unsettled"] * 3
     assert all("recording does not have" in r["error"] for r in loose)
@@ -238,3 +240,69 @@ def test_tune_scores_request_match_variants_on_the_rows_labels_without_a_model(t
     assert (scores["strict"]["tp"], scores["strict"]["fp"], scores["strict"]["fn"]) == (3, 0, 0)
     assert (scores["tight"]["tp"], scores["tight"]["fn"], scores["tight"]["recall"]) == (0, 3, 0.0)
     assert (scores["loose"]["tp"], scores["loose"]["fp"], scores["loose"]["precision"]) == (3, 3, 0.5)
+
+
+def test_with_a_model_that_reads_the_schemas_every_variant_runs_and_says_why(tmp_path):
+    """The offline model shapes its request by requestMatch: re-judging its recorded requests against a renamed
+    mode would give another answer than running it, so the variant runs (a note says why)."""
+    renamed = _ladder(SMALL.replace("required: [files]", "required: [paths]").replace(
+        "          files: { type: array", "          paths: { type: array"))
+    exp = experiment({"a": _ladder(), "paths": renamed}, ROWS[:1], out=tmp_path / "auto", progress=False)
+    ran = experiment({"a": _ladder(), "paths": renamed}, ROWS[:1], out=tmp_path / "off", rejudge="off",
+                     progress=False)
+    assert _cmp(exp) == _cmp(ran) and all(r["source"] == "run" for r in exp.rows)
+    assert exp.notes and "offline model shapes its requests" in exp.notes[0] and "note: " in exp.format()
+    assert load_experiment(tmp_path / "auto").notes == exp.notes
+    # and a scripted callable is taken to read them unless it says it does not
+    assert ScriptedModel(_answers()).reads_schemas and not ScriptedModel(_answers(), reads_schemas=False).reads_schemas
+    assert not ScriptedModel(["x"]).reads_schemas
+
+
+def test_a_ladder_that_writes_is_re_judged_on_its_own_slate_copies_without_a_call(tmp_path):
+    """entity_store writes to the Memory slate: each cell writes to its own copy, so a variant that only changes
+    the write's `match` replays against the slate its base saw (no live call), equals running it, and the real
+    slate is never touched."""
+    import shutil
+    memory = tmp_path / "memory"
+    shutil.copytree(REPO / "sample_slates" / "memory", memory)
+    before = (memory / "registry" / "entities.md").read_text()
+    text = (EXAMPLES / "entity_store.yaml").read_text()
+    strict = text.replace("        minItems: 1\n", "        minItems: 2\n")
+    variants = {"a": _ladder(text), "two": _ladder(strict)}
+
+    def answer(messages, call):
+        return '[{"id": "retrieve", "name": "Retrieve", "kind": "primitive"}]'
+    rows = [{"id": "r1", "context": "retrieve is a step block"}]
+    got = experiment(variants, rows, model=ScriptedModel(answer, reads_schemas=False), slates={"Memory": memory},
+                     out=tmp_path / "r", progress=False)
+    ran = experiment(variants, rows, model=ScriptedModel(answer, reads_schemas=False), slates={"Memory": memory},
+                     out=tmp_path / "o", rejudge="off", progress=False)
+    assert _cmp(got) == _cmp(ran)
+    assert [r["writes"] for r in got.rows] == [1, 0]            # minItems 2 rejects the one-item write
+    assert got.cell("two", "r1")["source"] == "re-judged from a" and got.cell("two", "r1")["live_calls"] == 0
+    assert (memory / "registry" / "entities.md").read_text() == before
+
+
+def test_reading_back_keeps_only_the_current_variants_and_rows(tmp_path):
+    experiment({"a": _ladder(), "b": EXAMPLES / "pitfall_tight.yaml"}, ROWS, model=ScriptedModel(_answers()),
+               out=tmp_path, progress=False)
+    exp = experiment({"a": _ladder()}, ROWS[:2], model=ScriptedModel(_answers()), out=tmp_path, progress=False)
+    back = load_experiment(tmp_path)
+    assert back.variants == ["a"] and [(r["variant"], r["row"]) for r in back.rows] == [("a", "dedup"),
+                                                                                        ("a", "rounds")]
+    assert len(exp.rows) == 2
+
+
+def test_a_rows_assertion_named_like_a_common_one_is_kept_apart(tmp_path):
+    rows = [{**ROWS[0], "assert": [{"type": "contains", "value": "dedup", "name": "mentions"},
+                                   {"type": "max-calls", "value": 2}]}]
+    exp = experiment({"a": _ladder()}, rows, model=ScriptedModel(_answers()), out=tmp_path, progress=False,
+                     asserts=[{"type": "contains", "value": "xyz", "name": "mentions"}, "max-calls: 2"])
+    cell = exp.cell("a", "dedup")
+    assert cell["asserts"] == ["mentions", "max-calls:2", "mentions (row)"]
+    assert (cell["mentions"], cell["mentions (row)"]) == (False, True)
+
+
+def test_a_row_id_of_dots_never_names_the_folder_above():
+    from ladr_lab.evaluation.cells import safe_name
+    assert safe_name("..") == "_.." and safe_name(".") == "_." and safe_name("../x") == ".._x"

@@ -67,3 +67,14 @@ def test_reading_back_skips_a_cut_line_and_keeps_the_last_result_of_a_cell(tmp_p
     exp = load_experiment(tmp_path)
     assert [(r["variant"], r["status"]) for r in exp.rows] == [("b", "completed"), ("a", "completed")]
     assert exp.variants == ["b", "a"]
+
+
+def test_an_unchecked_cell_counts_in_the_pass_rate_and_is_counted_apart():
+    """Two cells pass what could be checked but a model-graded check had no grader (unchecked), one fails: the
+    pass rate is of the three cells with assertions, not of the one that could be fully checked."""
+    rows = [{"variant": "a", "row": f"r{i}", "pos": i, "status": "completed", "source": "run",
+             "asserts": ["c", "g"], "c": c, "g": None, "passed": None if c else False} for i, c in enumerate(
+                 [True, True, False])]
+    s = Experiment(__import__("pathlib").Path("."), rows, ["a"]).summary_rows()[0]
+    assert (s["passed"], s["unchecked"], s["pass_rate"], s["c"]) == (0, 2, 0.0, 2 / 3)
+    assert math.isnan(s["g"])
