@@ -33,7 +33,7 @@ def _secs(x: Any) -> str:
 
 
 def _rejudged(cell: Mapping[str, Any]) -> bool:
-    return str(cell.get("source") or "run") != "run"
+    return not str(cell.get("source") or "run").startswith("run")
 
 
 def cell_kind(cell: Mapping[str, Any]) -> str:

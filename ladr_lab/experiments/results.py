@@ -100,7 +100,7 @@ class Experiment(Displayable):
                 "tokens_out": sum(int(r.get("tokens_out") or 0) for r in cells),
                 "cost": round(sum(float(r.get("cost") or 0) for r in cells), 6),
                 "p50_s": _quantile(secs, 0.5), "p95_s": _quantile(secs, 0.95),
-                "rejudged": sum(str(r.get("source", "run")) != "run" for r in cells)})
+                "rejudged": sum(not str(r.get("source") or "run").startswith("run") for r in cells)})
             out.append(row)
         if out:
             first = out[0]["pass_rate"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import LadrError
 from ..evaluation.batch import Recorder, fingerprint, load_inputs
-from ..evaluation.cells import CellSpec, safe_name
+from ..evaluation.cells import UNSETTLED, CellSpec, safe_name
 from ..evaluation.inputs import check_input_columns, input_columns
 from .asserts import Assertion, load_asserts
 from .cell import CellTask, asserts_fingerprint, check_row, execute
@@ -209,8 +209,21 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                            "asserts_fp": asserts_fingerprint(cell_asserts, grader)}
                     record(row)
                     continue
+                if spec.replay is None and rejudge == "only":
+                    # no recording to re-judge (the base cell failed before it had one): only a run could tell
+                    why = f"the base cell {base.name}/{rid} has no recording to re-judge " \
+                          f"({(b or {}).get('status', 'missing')}: {(b or {}).get('error') or 'no trace'})"
+                    row = {"row": rid, "variant": v.name, **{f"input.{k}": x for k, x in fields.items()},
+                           "status": UNSETTLED, "output": "", "llm_calls": 0, "tokens_in": 0, "tokens_out": 0,
+                           "cost": 0.0, "latency": 0.0, "seconds": 0.0, "gates": "", "writes": 0, "error": why,
+                           "error_type": None, "error_step": None, "trace": "", "fingerprint": spec.fingerprint,
+                           "pos": pos, "source": f"re-judged from {base.name}"}
+                    record({**check_row(row, cell_asserts, out, grader=grader),
+                            "asserts_fp": asserts_fingerprint(cell_asserts, grader)})
+                    continue
                 tasks.append(CellTask(spec, v.name, cell_asserts, grader,
-                                      f"re-judged from {base.name}" if spec.replay else "run"))
+                                      f"re-judged from {base.name}" if spec.replay else
+                                      f"run (the base cell {base.name}/{rid} has no recording)"))
         _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
     except BaseException:
         interrupted = True
@@ -304,8 +317,9 @@ def _limit_key(model_name: str) -> str:
 
 def _copy_if_unchanged(base: dict | None, v: Variant, out: Path, same_tests: bool) -> dict | None:
     """The base cell, when the variant's schemas flip none of its recorded verdicts (the same run)."""
-    if base is None or not same_tests or not base.get("trace") or not (out / base["trace"]).is_file():
-        return None
+    if base is None or not same_tests or base.get("status") == "error" or not base.get("trace") \
+            or not (out / base["trace"]).is_file():
+        return None          # a failed base cell is no run to copy: its failure may not happen again
     from ..analysis.edits import Edits
     from ..analysis.rejudge import rejudge_rows
     from ..trace import Trace

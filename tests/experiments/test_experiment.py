@@ -306,3 +306,17 @@ def test_a_rows_assertion_named_like_a_common_one_is_kept_apart(tmp_path):
 def test_a_row_id_of_dots_never_names_the_folder_above():
     from ladr_lab.evaluation.cells import safe_name
     assert safe_name("..") == "_.." and safe_name(".") == "_." and safe_name("../x") == ".._x"
+
+
+def test_rejudge_only_never_runs_a_cell_whose_base_failed(tmp_path):
+    def fails_on_hard(messages, call):
+        if _row_of(messages) == "hard":
+            raise RuntimeError("the provider is down")
+        return _answers()(messages, call)
+    variants = {"a": _ladder(), "tight": _ladder(TIGHT)}
+    exp = experiment(variants, ROWS, model=ScriptedModel(fails_on_hard, reads_schemas=False), out=tmp_path,
+                     rejudge="only", progress=False)
+    cell = exp.cell("tight", "hard")
+    assert exp.cell("a", "hard")["status"] == "error"
+    assert cell["status"] == "unsettled" and "a/hard has no recording to re-judge" in cell["error"]
+    assert exp.cell("tight", "dedup")["source"] == "re-judged from a"
