@@ -24,9 +24,9 @@ LAYERS = {
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp",
-         "ray")
+         "ray", "mcp", "mcp_types")
 HEAVY_ALLOWED = {"litellm": {"models"}, "llama_cpp": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"},
-                 "ray": {"experiments"}}
+                 "ray": {"experiments"}, "mcp": {"server"}, "mcp_types": {"server"}}
 # jsonschema's own packages, imported with it: routed through the same single owner
 HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
 # within a layer, packages that stand below their neighbours: what they may import of ladr_lab

@@ -1,4 +1,7 @@
-"""`ladr-lab serve --slate TITLE=DIR... (--stdio | --http [HOST:]PORT)`: the retrieval server (SPEC §7)."""
+"""`ladr-lab serve --slate TITLE=DIR... [--mcp] (--stdio | --http [HOST:]PORT)`: the retrieval server (SPEC §7).
+
+Without `--mcp` it speaks seed 002's JSON-RPC; with it, MCP (the `mcp` extra: docs/server.md#mcp).
+"""
 from __future__ import annotations
 
 import os
@@ -48,10 +51,8 @@ def _limits(a):
         raise SystemExit(f"ladr-lab: {exc}") from None
 
 
-def build_engine(a):
-    """The engine `serve` runs, from its command-line options."""
-    from ..models import get_model
-    from ..search import CrossEncoderReranker, EmbeddedEngine
+def build_store(a):
+    """The slate store `serve` serves, from its `--slate` and `--embedder` options."""
     from ..slate import SlateStore
 
     slates = _kv(a.slate, "--slate")
@@ -62,6 +63,15 @@ def build_engine(a):
         if not os.path.isdir(path):
             raise SystemExit(f"ladr-lab: --slate {title}={path}: no such directory")
         store.bind(title, path)
+    return store
+
+
+def build_engine(a, store=None):
+    """The engine `serve` runs, from its command-line options (over `store`, else one built from them)."""
+    from ..models import get_model
+    from ..search import CrossEncoderReranker, EmbeddedEngine
+
+    store = store if store is not None else build_store(a)
     reranker = CrossEncoderReranker(a.rerank_model) if a.rerank_model else None
     transform = get_model(a.transform_model) if a.transform_model else None
     return EmbeddedEngine.from_store(store, dense=not a.no_dense, chunks=not a.no_chunks, max_k=a.max_k,
@@ -76,13 +86,18 @@ def cmd_serve(a) -> int:
     address = None if a.stdio else _host_port(a.http)   # a bad --http fails before minutes of indexing
     limits = None if a.stdio else _limits(a)
     token = None if a.stdio else _token(a)
-    engine = build_engine(a)
+    if a.mcp:
+        _check_mcp()
+    store = build_store(a)
+    engine = build_engine(a, store)
     version = engine.warm()
     docs = len(engine.corpus.snapshot(version).docs)
     print(f"ladr-lab serve: indexed {docs} documents (indexVersion {version})", file=sys.stderr, flush=True)
     if not docs:
         print("ladr-lab serve: note: a slate's documents are the files in its folders (its subdirectories); "
               "files directly in a slate's directory are not served", file=sys.stderr, flush=True)
+    if a.mcp:
+        return _serve_mcp(a, engine, store, address, token)
     dispatcher = Dispatcher(engine, max_request_bytes=a.max_request_bytes)
     if a.stdio:
         serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
@@ -106,10 +121,46 @@ def cmd_serve(a) -> int:
     return 0
 
 
+def _check_mcp() -> None:
+    """Exit with a hint when the `mcp` SDK is missing (before any indexing)."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise SystemExit('ladr-lab: --mcp needs the MCP SDK: pip install "ladr_lab[mcp]"')
+
+
+def _serve_mcp(a, engine, store, address, token) -> int:
+    """Serve the engine and the store's files as an MCP server, on stdio or streamable HTTP."""
+    from ..server.mcp_server import McpHttpServer, build_mcp_server, serve_mcp_stdio
+    from ..server.resources import SlateResources
+
+    server = build_mcp_server(engine, SlateResources(store))
+    if a.stdio:
+        serve_mcp_stdio(server)
+        return 0
+    host, port = address
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
+    http = McpHttpServer(server, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
+                         max_request_bytes=a.max_request_bytes, keepalive_timeout=a.keepalive_timeout,
+                         max_connections=a.max_connections)
+    print(f"ladr-lab serve: MCP listening on {http.url}", file=sys.stderr, flush=True)
+    try:
+        http.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        http.shutdown()
+    return 0
+
+
 def add_parser(sub) -> None:
     """Register `serve`."""
     s = sub.add_parser("serve", help="serve slates over JSON-RPC (seed 002's retrieve)")
     s.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR", required=True)
+    s.add_argument("--mcp", action="store_true",
+                   help="speak MCP (a retrieve tool, the slates' files as resources) instead of seed 002's JSON-RPC; "
+                        "over --http, at /mcp")
     how = s.add_mutually_exclusive_group(required=True)
     how.add_argument("--stdio", action="store_true", help="newline-delimited JSON-RPC on stdin/stdout")
     how.add_argument("--http", metavar="[HOST:]PORT", help="HTTP on HOST (default 127.0.0.1) and PORT (0: any)")

@@ -9,7 +9,7 @@ from .dense import DenseIndex, DenseView
 from .errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
 from .filters import load_filter
 from .pipeline import EmbeddedEngine, SearchEngine
-from .request import RetrieveRequest, load_request
+from .request import PARAMS_SCHEMA, RetrieveRequest, load_request
 from .rerank import CrossEncoderReranker, Reranker
 from .similar import FolderVectors, folder_vectors, similar
 from .sparse import SparseIndex, SparseView
@@ -23,6 +23,7 @@ __all__ = [
     "FolderVectors",
     "InvalidRequestParams",
     "OptionUnsupported",
+    "PARAMS_SCHEMA",
     "Reranker",
     "RetrieveRequest",
     "SearchEngine",

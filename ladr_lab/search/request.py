@@ -1,6 +1,8 @@
 """The parameters of seed 002's `retrieve`, checked and typed: `load_request(params)`.
 
-Every parameter of the seed is read here; a missing, mistyped or out-of-range value raises
+Every parameter of the seed is read here, and `PARAMS_SCHEMA` describes them as one JSON Schema (the
+MCP face's `retrieve` tool advertises it as its input schema; `KNOWN`, the names this server reads,
+is its properties plus `_meta`); a missing, mistyped or out-of-range value raises
 InvalidRequestParams (JSON-RPC -32602) naming it. Whether the engine can *honour* a well-formed
 option (a mode, a unit, a rerank or transform method) is decided by the engine, which raises
 OptionUnsupported (-32005) under `strict` or degrades and says so in `usage.notes`.
@@ -12,19 +14,94 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidRequestParams
+from .filters import MAX_DEPTH, MAX_IN_VALUES, OPS
 
 MODES = ("dense", "sparse", "hybrid")
 MODALITIES = ("text", "image", "audio", "code", "multimodal")
 FUSIONS = ("rrf", "weighted")
 TRANSFORMS = ("rewrite", "hyde", "multi-query", "decompose")
 UNITS = ("chunk", "document", "node", "triplet", "path", "subgraph", "community", "tree-node", "page")
-KNOWN = {"query", "k", "mode", "modality", "candidateK", "fusion", "rerank", "mmr", "transform", "filter",
-         "minScore", "recency", "unit", "level", "tokenBudget", "session", "includeText", "includeVector",
-         "seed", "indexVersion", "strict", "cursor", "fields", "_meta"}
 MAX_QUERY_CHARS = 100_000
 # the Hit shape's fields a `fields` selection may name, in the order a hit is written (`id` always comes)
 HIT_FIELDS = ("score", "confidence", "scores", "vector", "id", "text", "modality", "unit", "level", "meta",
               "citation", "trust", "chunk")
+
+
+def _int_schema(minimum: int, description: str, default: int | None = None) -> dict:
+    out: dict[str, Any] = {"type": "integer", "minimum": minimum, "description": description}
+    if default is not None:
+        out["default"] = default
+    return out
+
+
+_CONTENT = {"type": "object", "required": ["type"], "description": "a Content block (text blocks are joined)",
+            "properties": {"type": {"type": "string"}, "text": {"type": "string"}}}
+_FILTER_LEAF = {"type": "object", "required": ["field", "op"], "additionalProperties": False,
+                "properties": {"field": {"type": "string", "description": "a metatag, or slate, folder, path, size, "
+                                                                          "modified, created (filter.fields)"},
+                               "op": {"enum": list(OPS)},
+                               "value": {"description": "an array of at most "
+                                                        f"{MAX_IN_VALUES} values for `in`"}}}
+# seed 002's `retrieve` params (docs/server.md's table) as one JSON Schema; `load_request` is its checker
+PARAMS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["query"],
+    "properties": {
+        "query": {"anyOf": [{"type": "string", "maxLength": MAX_QUERY_CHARS}, _CONTENT,
+                            {"type": "array", "minItems": 1, "items": _CONTENT}],
+                  "description": "the query: a string, or Content block(s)"},
+        "k": _int_schema(1, "the number of hits to return (clamped to retrieve.maxK)", 10),
+        "mode": {"enum": list(MODES), "description": "dense, sparse or hybrid (capabilities.retrieve.modes)"},
+        "modality": {"enum": list(MODALITIES), "default": "text", "description": "the query modality"},
+        "candidateK": _int_schema(1, "recall-stage candidates before rerank (default max(k, 100))"),
+        "fusion": {"type": "object", "description": "how hybrid mode combines its dense and sparse lists",
+                   "properties": {"method": {"enum": list(FUSIONS), "default": "rrf"},
+                                  "weights": {"anyOf": [
+                                      {"type": "object", "additionalProperties": False,
+                                       "properties": {"dense": {"type": "number", "minimum": 0},
+                                                      "sparse": {"type": "number", "minimum": 0}}},
+                                      {"type": "array", "minItems": 2, "maxItems": 2,
+                                       "items": {"type": "number", "minimum": 0}}]},
+                                  "rrfK": _int_schema(1, "RRF's k", 60)}},
+        "rerank": {"anyOf": [{"type": "object", "required": ["method"],
+                              "properties": {"method": {"type": "string"}, "model": {"type": "string"},
+                                             "topN": _int_schema(1, "candidates reranked")}},
+                             {"const": False}],
+                   "description": "rerank inside the call ({method: cross-encoder}), or false to skip"},
+        "mmr": {"type": "object", "description": "MMR diversification",
+                "properties": {"lambda": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5}}},
+        "transform": {"anyOf": [{"enum": list(TRANSFORMS)}, {"const": False}],
+                      "description": "a query transform before recall (capabilities.transform)"},
+        "filter": {"$ref": "#/$defs/filter"},
+        "minScore": {"type": "number", "description": "drop hits below this score"},
+        "recency": {"type": "object", "required": ["halfLifeDays"], "description": "exponential recency weighting",
+                    "properties": {"field": {"type": "string", "default": "modified"},
+                                   "halfLifeDays": {"type": "number", "exclusiveMinimum": 0}}},
+        "unit": {"enum": list(UNITS), "description": "the granularity returned (capabilities.retrieve.units)"},
+        "level": _int_schema(0, "the abstraction level (0: the leaves)"),
+        "tokenBudget": _int_schema(1, "pack hits until their bodies reach this many tokens, instead of k"),
+        "session": {"type": "string", "description": "a token threading calls: hits already seen are dropped"},
+        "includeText": {"type": "boolean", "default": True, "description": "include each hit's body text"},
+        "includeVector": {"type": "boolean", "default": False, "description": "include each hit's vector"},
+        "seed": {"type": "integer", "description": "a determinism hint (every stage here is deterministic)"},
+        "indexVersion": {"type": "string", "description": "serve this corpus snapshot, or fail"},
+        "strict": {"type": "boolean", "default": True,
+                   "description": "an option the server cannot honour is an error (else dropped, and noted)"},
+        "cursor": {"type": "string", "description": "the nextCursor of a previous result: its next page"},
+        "fields": {"type": "array", "items": {"enum": list(HIT_FIELDS)}, "uniqueItems": True,
+                   "description": "the hit fields to return (id always comes); absent: every field"},
+    },
+    "$defs": {"filter": {"description": f"a metadata filter tree (at most {MAX_DEPTH} levels): a leaf "
+                                        "{field, op, value} or {and: [...]}, {or: [...]}, {not: filter}",
+                         "anyOf": [_FILTER_LEAF,
+                                   {"type": "object", "required": ["and"], "additionalProperties": False,
+                                    "properties": {"and": {"type": "array", "items": {"$ref": "#/$defs/filter"}}}},
+                                   {"type": "object", "required": ["or"], "additionalProperties": False,
+                                    "properties": {"or": {"type": "array", "items": {"$ref": "#/$defs/filter"}}}},
+                                   {"type": "object", "required": ["not"], "additionalProperties": False,
+                                    "properties": {"not": {"$ref": "#/$defs/filter"}}}]}},
+}
+KNOWN = frozenset(PARAMS_SCHEMA["properties"]) | {"_meta"}
 
 
 @dataclass

@@ -1,0 +1,219 @@
+"""The retrieval server as an MCP server (the official `mcp` SDK, 2.x): a `retrieve` tool and the slates' files.
+
+`build_mcp_server(engine, resources)` makes a low-level `mcp.server.lowlevel.Server` with one tool,
+`retrieve`, whose input schema is seed 002's `retrieve` params (`search.request.PARAMS_SCHEMA`, checked by
+the same `load_request` as the JSON-RPC face) and whose result is the JSON-RPC result, as structured
+content and as its JSON text; and with the served slates' files as resources (`slate:TITLE/FOLDER/PATH`,
+`server/resources.py`). A bad argument is a tool result with `isError: true` naming the parameter, never a
+protocol error; an unknown tool, a refused resource URI (`-32602`) and a missing file (`-32002`) are
+protocol errors. `serve_mcp_stdio` serves it on standard input and output; `McpHttpServer` serves it as
+streamable HTTP at `/mcp` on uvicorn, behind the JSON-RPC face's Host/Origin admission and bearer token.
+The SDK is imported only inside this module's functions (`import ladr_lab` never loads it).
+"""
+from __future__ import annotations
+
+import base64
+import threading
+from typing import Any
+
+from ..search.errors import SearchError
+from ..search.pipeline import SearchEngine
+from ..search.request import PARAMS_SCHEMA
+from .asgi import _token_matches
+from .http import LOOPBACK_HOSTS, Admission, _listen, accept_backlog
+from .protocol import INTERNAL_ERROR, MAX_REQUEST_BYTES, code_of, to_json
+from .resources import ResourceMissing, ResourceRefused, SlateResources
+
+__all__ = ["MCP_PATH", "OUTPUT_SCHEMA", "RESOURCE_NOT_FOUND", "TOOL_NAME", "McpHttpServer", "build_mcp_server",
+           "call_retrieve", "serve_mcp_stdio"]
+
+TOOL_NAME = "retrieve"
+MCP_PATH = "/mcp"
+RESOURCE_NOT_FOUND = -32002   # the MCP specification's code for a resource that does not exist
+# the result of seed 002's `retrieve` (docs/server.md), loosely: the SDK's client checks structured content with it
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["hits", "indexVersion", "usage"],
+    "properties": {"hits": {"type": "array", "items": {"type": "object", "required": ["id"]}},
+                   "nextCursor": {"type": "string", "description": "pass it as `cursor` for the next page"},
+                   "indexVersion": {"type": "string"}, "rewrittenQuery": {"type": "string"},
+                   "usage": {"type": "object"}},
+}
+_DESCRIPTION = ("Search the served slates (seed 002's retrieve): BM25 and dense recall, fusion, rerank, MMR, "
+                "metadata filters (a filter on field `slate`, `folder` or `path` narrows to a slate, a folder or a "
+                "file), token budgets and cursors. Each hit's citation.uri is a resource to read the whole file.")
+_KINDS = {-32602: "invalid params", -32005: "option unsupported", -32010: "index version gone",
+          INTERNAL_ERROR: "internal error"}
+
+
+def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None) -> tuple[dict, bool]:
+    """The tool's answer to `arguments`: (the result, False), or ({error: {code, message, data?}}, True)."""
+    try:
+        return engine.retrieve(arguments if arguments is not None else {}), False
+    except SearchError as exc:
+        code, message = code_of(exc), str(exc)
+        error: dict[str, Any] = {"code": code, "message": message}
+        if exc.data:
+            error["data"] = exc.data
+    except Exception as exc:  # noqa: BLE001 - a bug answers this call, and the server keeps serving
+        code, message = INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+        error = {"code": code, "message": message}
+    return {"error": error}, True
+
+
+def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str = "ladr-lab",
+                     version: str = "0.1.0") -> Any:
+    """An `mcp.server.lowlevel.Server` with the `retrieve` tool and the slates' files as resources."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import MCPError
+
+    tool = types.Tool(name=TOOL_NAME, title="Retrieve from the served slates", description=_DESCRIPTION,
+                      input_schema=PARAMS_SCHEMA, output_schema=OUTPUT_SCHEMA,
+                      annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True,
+                                                        open_world_hint=False))
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        if params.name != TOOL_NAME:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name[:80]!r} (this server has {TOOL_NAME!r})")
+        result, failed = await anyio.to_thread.run_sync(call_retrieve, engine, params.arguments)
+        if failed:
+            err = result["error"]
+            text = f"retrieve failed, {_KINDS.get(err['code'], 'error')} ({err['code']}): {err['message']}"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                        structured_content=result, is_error=True)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=to_json(result))],
+                                    structured_content=result)
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        cursor = getattr(params, "cursor", None) if params is not None else None
+        try:
+            page, nxt = await anyio.to_thread.run_sync(resources.page, cursor)
+        except ResourceRefused as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.ListResourcesResult(
+            resources=[types.Resource(uri=f.uri, name=f.path, mime_type=f.mime_type, size=f.size) for f in page],
+            next_cursor=nxt)
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        uri = str(params.uri)
+        try:
+            data, mime = await anyio.to_thread.run_sync(resources.read, uri)
+        except ResourceRefused as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        except ResourceMissing as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, str(exc), {"uri": uri}) from None
+        try:
+            contents: Any = types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
+        except UnicodeDecodeError:
+            contents = types.BlobResourceContents(uri=uri, mime_type=mime, blob=base64.b64encode(data).decode("ascii"))
+        return types.ReadResourceResult(contents=[contents])
+
+    return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource,
+                  instructions="Call `retrieve` to search the slates; read a hit's citation.uri for its whole file.")
+
+
+def serve_mcp_stdio(server: Any) -> None:
+    """Serve MCP on standard input and output until standard input ends."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+class _Guard:
+    """ASGI middleware: the JSON-RPC face's Host/Origin admission and bearer token in front of the MCP app."""
+
+    def __init__(self, app: Any, admission: Admission, token: str | None) -> None:
+        self.app = app
+        self.admission = admission
+        self.token = token
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: dict[str, str] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key.decode("latin-1"), value.decode("latin-1"))
+        if not self.admission.host_allowed(headers.get("host")):
+            await _refuse(send, 403, "this Host is not allowed (see --allow-host)")
+        elif not self.admission.origin_allowed(headers.get("origin")):
+            await _refuse(send, 403, "this Origin is not allowed (see --allow-origin)")
+        elif self.token and not _token_matches(headers.get("authorization", ""), self.token):
+            await _refuse(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+        else:
+            await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, status: int, message: str, extra: list | None = None) -> None:
+    body = to_json({"error": message}).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"), *(extra or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class McpHttpServer:
+    """MCP over streamable HTTP at `/mcp` (uvicorn), bound to 127.0.0.1 unless told otherwise."""
+
+    def __init__(self, server: Any, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 allow_hosts: tuple[str, ...] | list[str] = (), allow_origins: tuple[str, ...] | list[str] = (),
+                 max_request_bytes: int = MAX_REQUEST_BYTES, keepalive_timeout: float = 5.0,
+                 max_connections: int = 256) -> None:
+        import math
+
+        import uvicorn
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        if host not in ("", "0.0.0.0", "::"):   # the bound name is the Host its clients send
+            allow_hosts = (*allow_hosts, host)
+        # the SDK's own DNS-rebinding check is off: `_Guard` applies the JSON-RPC face's rules (--allow-host/-origin)
+        app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH, host=host if host in LOOPBACK_HOSTS else "0.0.0.0",
+            max_request_body_size=max(1, int(max_request_bytes)),
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        self._sock = _listen(host or "0.0.0.0", port, accept_backlog(max_connections))
+        config = uvicorn.Config(_Guard(app, Admission(allow_hosts, allow_origins), token), lifespan="on",
+                                ws="none", http="h11", interface="asgi3", loop="asyncio", log_config=None,
+                                log_level="error", access_log=False, server_header=False,
+                                headers=[("server", "ladr-lab-serve")], limit_concurrency=max_connections,
+                                timeout_keep_alive=math.ceil(keepalive_timeout), timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self._address = self._sock.getsockname()[:2]
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint's URL."""
+        host, port = str(self._address[0]), int(self._address[1])
+        return f"http://[{host}]:{port}{MCP_PATH}" if ":" in host else f"http://{host}:{port}{MCP_PATH}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until `shutdown()` (or, in the main thread, SIGINT/SIGTERM)."""
+        try:
+            self._server.run(sockets=[self._sock])
+        finally:
+            self._sock.close()
+
+    def start(self) -> McpHttpServer:
+        """Serve in a background thread; returns self (the socket already listens)."""
+        self._thread = threading.Thread(target=self.serve_forever, name="ladr-serve-mcp", daemon=True)
+        self._thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()
