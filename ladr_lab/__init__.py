@@ -60,6 +60,7 @@ from .models import (
     WeightsError,
     get_model,
 )
+from .otel import OtelExportError
 from .round import FORCED_FINAL_LINE
 from .search import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
 from .server import RetrieveError
@@ -100,6 +101,7 @@ __all__ = [
     "NodeDependencyError",
     "OfflineModel",
     "OptionUnsupported",
+    "OtelExportError",
     "PathRefused",
     "ReplayDivergence",
     "ReplayModel",

@@ -21,6 +21,7 @@
     │   ├── InvalidRequestParams [search/errors.py]  a parameter is missing, mistyped or out of range
     │   ├── OptionUnsupported [search/errors.py]     an option the engine lacks, asked with strict: true
     │   └── SnapshotGone [search/errors.py]          the pinned indexVersion is no longer kept
+    ├── OtelExportError [otel/export.py]     spans could not be exported (the otel extra missing, no receiver)
     └── RetrieveError [server/client.py]     the retrieval server answered an error (`code`), or is gone
 
 A class marked [module] lives in that module (the package that raises it owns it); the others live here.

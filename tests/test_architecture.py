@@ -21,12 +21,13 @@ LAYERS = {
     "jsonx": 1, "slate": 1, "display": 1,
     "round": 2, "config": 2, "models": 2, "trace": 2,
     "engine": 3, "cost": 3, "runfiles": 3, "analysis": 3, "search": 3, "evaluation": 3, "experiments": 3,
+    "otel": 3,
     "cli": 4, "widgets": 4, "server": 4, "magics": 4, "__init__": 4, "__main__": 4,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp",
-         "ray", "mcp", "mcp_types")
+         "ray", "mcp", "mcp_types", "opentelemetry")
 HEAVY_ALLOWED = {"litellm": {"models"}, "llama_cpp": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"},
-                 "ray": {"experiments"}, "mcp": {"server"}, "mcp_types": {"server"}}
+                 "ray": {"experiments"}, "mcp": {"server"}, "mcp_types": {"server"}, "opentelemetry": {"otel"}}
 # jsonschema's own packages, imported with it: routed through the same single owner
 HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
 # within a layer, packages that stand below their neighbours: what they may import of ladr_lab
@@ -194,6 +195,21 @@ def test_jsonschema_has_one_importer_round():
     assert importers == {"round"}
 
 
+def test_otel_imports_only_trace_and_errors_and_only_engine_and_the_faces_import_it():
+    """otel stands beside the engine at layer 3: it reads traces (trace, errors), and the engine (for
+    `Run(otel=True)`) and layer 4 import it, never the other way round."""
+    uses, importers = set(), set()
+    for rel, tree in _modules():
+        me = _top(rel)
+        for (kind, target), _node in _imports(rel, tree):
+            if kind == "ladr_lab" and me == "otel" and target != me:
+                uses.add(target)
+            if kind == "ladr_lab" and target == "otel" and me != "otel":
+                importers.add(me)
+    assert uses == {"trace", "errors"}
+    assert importers and all(m == "engine" or LAYERS[m] == 4 for m in importers), importers
+
+
 def test_import_ladr_lab_loads_no_heavy_package():
     code = f"import sys, ladr_lab; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -203,7 +219,7 @@ def test_import_ladr_lab_loads_no_heavy_package():
 
 @pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models", "ladr_lab.round",
                                   "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
-                                  "ladr_lab.server", "ladr_lab.evaluation", "ladr_lab.trace", "ladr_lab.widgets",
+                                  "ladr_lab.server", "ladr_lab.evaluation", "ladr_lab.trace", "ladr_lab.widgets", "ladr_lab.otel",
                                   "ladr_lab.display"])
 def test_all_is_sorted_complete_and_documented(name):
     mod = importlib.import_module(name)

@@ -59,7 +59,7 @@ def cmd_run(a) -> int:
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge,
-                  model_options=options)
+                  model_options=options, otel=a.otel)
         check = getattr(run.model, "check", None)
         if callable(check):     # a missing API key or unknown model: said now, not after litellm's retries
             check()
@@ -87,6 +87,13 @@ def cmd_run(a) -> int:
         print("\nOutput:\n" + textwrap.indent(res.output or "(empty)", "  "))
         if a.trace_out:
             print(f"Trace: {a.trace_out}")
+    if run.otel is not None:
+        failed = [f.exception for f in run.trace.listener_errors if f.listener is run.otel]
+        if failed:
+            print(f"ladr-lab: {failed[0]}", file=sys.stderr)
+            return 1
+        if not a.json:
+            print(f"OpenTelemetry: {run.otel.spans} span(s) exported")
     return 0 if res.status == "completed" and not unserved else 1
 
 
@@ -111,6 +118,8 @@ def add_parser(sub) -> None:
                    help="cut one retrieved entry (or a slateRead file) at N characters (default 50,000)")
     r.add_argument("--max-round-chars", type=_positive, metavar="N",
                    help="bound one round's retrieved block to N characters (default 200,000)")
+    r.add_argument("--otel", action="store_true", help="export the run as OpenTelemetry spans over OTLP/HTTP when it "
+                                                       "ends, to OTEL_EXPORTER_OTLP_ENDPOINT (the otel extra)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
     add_model_options(r)
     r.set_defaults(fn=cmd_run)

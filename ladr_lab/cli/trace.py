@@ -1,4 +1,5 @@
-"""`ladr-lab trace rejudge | diff | prompt`: questions about recorded runs, answered without the model."""
+"""`ladr-lab trace rejudge | diff | prompt | otel`: questions about recorded runs, answered without the model, and
+their export as OpenTelemetry spans."""
 from __future__ import annotations
 
 import json
@@ -87,6 +88,20 @@ def cmd_prompt(a) -> int:
     return 0
 
 
+def cmd_otel(a) -> int:
+    """Export a saved trace as OpenTelemetry spans over OTLP/HTTP; exit 1 if it could not be sent."""
+    from ..otel import export
+    try:
+        n = export(a.trace, endpoint=a.endpoint)
+    except LadrError as exc:
+        return _fail(a, str(exc), 1, exc)
+    if a.json:
+        print(json.dumps({"spans": n}))
+    else:
+        print(f"{n} span(s) exported from {a.trace}")
+    return 0
+
+
 def add_parser(sub) -> None:
     """Register `trace` and its subcommands."""
     t = sub.add_parser("trace", help="re-judge, diff or inspect recorded runs without calling the model")
@@ -113,3 +128,9 @@ def add_parser(sub) -> None:
     p.add_argument("--diff", action="store_true", help="what changed since round R-1, section by section")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(fn=cmd_prompt)
+    o = tsub.add_parser("otel", help="export a saved trace as OpenTelemetry spans (OTLP/HTTP; the otel extra)")
+    o.add_argument("trace")
+    o.add_argument("--endpoint", metavar="URL", help="the OTLP/HTTP base URL (default: OTEL_EXPORTER_OTLP_ENDPOINT, "
+                                                     "else http://localhost:4318)")
+    o.add_argument("--json", action="store_true", help="print {\"spans\": N}")
+    o.set_defaults(fn=cmd_otel)

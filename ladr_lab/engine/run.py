@@ -102,7 +102,8 @@ class Run(Displayable):
     `max_fetch_chars` bounds one retrieved entry (and a slateRead of a whole file), `max_round_chars` one
     round's retrieved block (see `engine.retrieve.Limits` for the defaults and why). `model_options` (temperature,
     seed, grammar, constrain, ...: models/options.py) go to the run's model when it is made from a name; a model
-    that does not take one refuses it at once. A step's own `model:` is made without them."""
+    that does not take one refuses it at once. A step's own `model:` is made without them. `otel=True` (or an
+    `otel.OtelExport`) exports the run as OpenTelemetry spans when it ends (docs/otel.md; the `otel` extra)."""
 
     def __init__(self, ladder: Ladder | str | Path, *, model: str | Model | None = None, input: str | None = None,
                  inputs: dict | None = None, slates: Mapping[str, str | Path] | None = None,
@@ -110,7 +111,7 @@ class Run(Displayable):
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  max_fetch_chars: int | None = None, max_round_chars: int | None = None,
                  knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None,
-                 model_options: Mapping[str, Any] | None = None) -> None:
+                 model_options: Mapping[str, Any] | None = None, otel: Any = False) -> None:
         defaults = Limits()
         self.limits = Limits(entry_chars=_bound("max_fetch_chars", max_fetch_chars, defaults.entry_chars),
                              round_chars=_bound("max_round_chars", max_round_chars, defaults.round_chars))
@@ -134,6 +135,11 @@ class Run(Displayable):
             self.inputs = dict(self.model.recorded_inputs)   # a replay reuses the recorded inputs unless new ones are given
         if tracer is not None:
             self.trace.add_listener(tracer)
+        self.otel = None
+        if otel:        # True, or an OtelExport of the caller's: the run is exported as spans when it ends
+            from ..otel import OtelExport
+            self.otel = otel if isinstance(otel, OtelExport) else OtelExport()
+            self.trace.add_listener(self.otel)
         self._bind_slates(slates or {})
         self.run_dir = Path(run_dir) if run_dir else None
         self.run_files = None

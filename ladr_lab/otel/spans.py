@@ -1,0 +1,282 @@
+"""The span tree of a trace, in plain Python: run → step → node → round (the model call) → fetch, with the
+gates, writes and child runs (`call` steps) under their node; no OpenTelemetry is imported here.
+
+Times come from the events' `t` (seconds since the run began) plus `start` (the run's wall-clock start): a
+round ends at its event's `t` and began `latency` seconds before (not before its step began); a node spans its children; a step spans
+its `step_start` to its `step_end`. Attribute names are OpenInference's and OpenTelemetry GenAI's where they
+have one, ladr_lab's own under `ladr.` (docs/otel.md has the table).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..trace import (
+    Call,
+    Event,
+    Gate,
+    InternalFailure,
+    LlmCall,
+    LlmCallFailed,
+    RunEnd,
+    RunStart,
+    StepEnd,
+    StepStart,
+    Write,
+)
+
+__all__ = ["PREFIX", "SpanPlan", "plan_spans"]
+
+PREFIX = "ladr."
+KIND = "openinference.span.kind"
+AttrValue = str | bool | int | float | list[str]
+
+
+@dataclass
+class SpanPlan:
+    """One span to be made: its name, parent (an index into the plan, or None), times (epoch seconds),
+    attributes, events (name, time, attributes) and whether it ended in error."""
+
+    name: str
+    parent: int | None
+    start: float
+    end: float
+    attributes: dict[str, AttrValue] = field(default_factory=dict)
+    events: list[tuple[str, float, dict[str, AttrValue]]] = field(default_factory=list)
+    error: str | None = None
+
+    def widen(self, start: float, end: float) -> None:
+        """Stretch the span to cover [start, end]."""
+        self.start, self.end = min(self.start, start), max(self.end, end)
+
+
+class _Planner:
+    """Walks the events once, opening spans as they are first needed (a parent always before its children)."""
+
+    def __init__(self, start: float) -> None:
+        self.t0 = start
+        self.spans: list[SpanPlan] = []
+        self.run: int | None = None
+        self.steps: dict[tuple, int] = {}       # (caller, step) -> the open step span
+        self.nodes: dict[tuple, int] = {}       # (caller, step, iteration, node) -> node span
+        self.calls: dict[tuple, int] = {}       # (caller, step, node) -> the open `call` span (a child run)
+
+    def add(self, plan: SpanPlan) -> int:
+        self.spans.append(plan)
+        if plan.parent is not None:
+            self._widen_up(plan.parent, plan.start, plan.end)
+        return len(self.spans) - 1
+
+    def _widen_up(self, i: int | None, start: float, end: float) -> None:
+        while i is not None:
+            self.spans[i].widen(start, end)
+            i = self.spans[i].parent
+
+    def at(self, e: Event) -> float:
+        return self.t0 + (e.t or 0.0)
+
+    def run_span(self, e: Event) -> int:
+        if self.run is None:
+            self.run = self.add(SpanPlan("run", None, self.at(e), self.at(e), {KIND: "CHAIN"}))
+        return self.run
+
+    def scope(self, e: Event) -> int:
+        """The span a step of this event's run hangs under: the run, or the `call` span of a child run."""
+        if not e.caller:
+            return self.run_span(e)
+        step, _, node = e.caller[-1].rpartition("/")
+        key = (e.caller[:-1], step, int(node) if node.isdigit() else 1)
+        if key not in self.calls:
+            parent = self.node(e.caller[:-1], step, None, key[2], e)
+            self.calls[key] = self.add(SpanPlan(f"call {step}", parent, self.at(e), self.at(e), {KIND: "CHAIN"}))
+        return self.calls[key]
+
+    def step(self, caller: tuple, step: str, e: Event) -> int:
+        key = (caller, step)
+        if key not in self.steps:          # an event of a step whose step_start the trace lacks
+            self.steps[key] = self.add(SpanPlan(f"step {step}", self.scope(e), self.at(e), self.at(e),
+                                                {KIND: "CHAIN", PREFIX + "step": step}))
+        return self.steps[key]
+
+    def node(self, caller: tuple, step: str, iteration: int | None, node: int, e: Event) -> int:
+        parent = self.step(caller, step, e)
+        if iteration is None:
+            iteration = int(self.spans[parent].attributes.get(PREFIX + "iteration", 1))  # type: ignore[arg-type]
+        key = (caller, step, iteration, node)
+        if key not in self.nodes:
+            self.nodes[key] = self.add(SpanPlan(f"node {step}/{node}", parent, self.at(e), self.at(e),
+                                                {KIND: "CHAIN", PREFIX + "step": step, PREFIX + "node": node,
+                                                 PREFIX + "iteration": iteration}))
+        return self.nodes[key]
+
+    def feed(self, e: Event) -> None:
+        if isinstance(e, RunStart):
+            i = self.run_span(e) if not e.caller else None
+            if i is not None:
+                self.spans[i].name = f"run {e.ladder}"
+                self.spans[i].attributes.update(_run_start(e))
+        elif isinstance(e, StepStart):
+            parent = self.scope(e)
+            self.steps[(e.caller, e.step)] = self.add(SpanPlan(
+                f"step {e.step}", parent, self.at(e), self.at(e),
+                {KIND: "CHAIN", PREFIX + "step": e.step, PREFIX + "step.type": e.step_type,
+                 PREFIX + "step.nodes": e.nodes, PREFIX + "iteration": e.iteration, **_depth(e)}))
+        elif isinstance(e, StepEnd):
+            i = self.step(e.caller, e.step, e)
+            self._widen_up(i, self.at(e), self.at(e))
+            self.spans[i].attributes.update({PREFIX + "step.survivors": e.survivors,
+                                             **({PREFIX + "step.jump": e.jump} if e.jump else {})})
+            self.steps.pop((e.caller, e.step), None)
+        elif isinstance(e, LlmCall):
+            self.round(e)
+        elif isinstance(e, LlmCallFailed):
+            parent = self.node(e.caller, e.step, None, e.node, e)
+            attrs: dict[str, AttrValue] = {KIND: "LLM", PREFIX + "step": e.step, PREFIX + "node": e.node,
+                                           PREFIX + "round": e.round, **_messages(e.messages)}
+            i = self.add(SpanPlan(f"round {e.round}", parent, self.at(e), self.at(e), attrs))
+            self.spans[i].error = e.error
+        elif isinstance(e, Gate):
+            parent = self.node(e.caller, e.step, None, e.node, e)
+            attrs = {KIND: "GUARDRAIL", **_where(e), PREFIX + "gate.condition": e.condition,
+                                           PREFIX + "gate.matched": e.matched, PREFIX + "gate.branch": e.branch,
+                                           PREFIX + "gate.action": e.action, PREFIX + "gate.reason": e.reason,
+                                           PREFIX + "verdict.reason": e.reason,
+                                           **({PREFIX + "gate.jump": e.jump} if e.jump else {}), **_verdict(e.verdict)}
+            self.add(SpanPlan(f"gate {e.condition}", parent, self.at(e), self.at(e), attrs))
+        elif isinstance(e, Write):
+            parent = self.node(e.caller, e.step, None, e.node, e)
+            attrs = {KIND: "CHAIN", **_where(e), PREFIX + "write.target": e.target, PREFIX + "write.policy": e.policy,
+                     PREFIX + "write.mechanism": e.mechanism, PREFIX + "write.status": e.status,
+                     **({PREFIX + "write.reason": e.reason} if e.reason else {}),
+                     **({PREFIX + "write.chars": e.chars} if e.chars is not None else {}),
+                     **({PREFIX + "write.branch": e.branch} if e.branch else {}), **_verdict(e.verdict)}
+            self.add(SpanPlan(f"write {e.target}", parent, self.at(e), self.at(e), attrs))
+        elif isinstance(e, Call):
+            self.call(e)
+        elif isinstance(e, RunEnd) and not e.caller:
+            i = self.run_span(e)
+            self._widen_up(i, self.at(e), self.at(e))
+            attrs = {PREFIX + "run.status": e.status, PREFIX + "run.llm_calls": e.llm_calls,
+                     PREFIX + "run.steps": e.steps, "output.value": e.output, "output.mime_type": "text/plain"}
+            self.spans[i].attributes.update(attrs)
+            if e.status == "error":
+                self.spans[i].error = e.error or e.status
+            elif e.error:
+                self.spans[i].attributes[PREFIX + "run.error"] = e.error
+        elif isinstance(e, InternalFailure):
+            i = self.run_span(e)
+            self.spans[i].events.append(("ladr.internal_error", self.at(e), {"exception.stacktrace": e.traceback}))
+
+    def round(self, e: LlmCall) -> None:
+        parent = self.node(e.caller, e.step, e.iteration, e.node, e)
+        end = self.at(e)
+        attrs: dict[str, AttrValue] = {
+            KIND: "LLM", "llm.model_name": e.model, "gen_ai.operation.name": "chat", "gen_ai.request.model": e.model,
+            **_messages(e.messages),
+            "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": e.output,
+            "output.value": e.output, "output.mime_type": "text/plain",
+            "llm.token_count.prompt": e.tokens_in, "llm.token_count.completion": e.tokens_out,
+            "llm.token_count.total": e.tokens_in + e.tokens_out,
+            "gen_ai.usage.input_tokens": e.tokens_in, "gen_ai.usage.output_tokens": e.tokens_out,
+            "llm.cost.total": e.cost, PREFIX + "cost": e.cost, PREFIX + "latency": e.latency,
+            PREFIX + "step": e.step, PREFIX + "node": e.node, PREFIX + "round": e.round,
+            PREFIX + "iteration": e.iteration, PREFIX + "forced_final": e.forced_final,
+            PREFIX + "verdict": e.request_match or "none", **_depth(e), **_verdict(e.verdict)}
+        if e.reason:
+            attrs[PREFIX + "verdict.reason"] = e.reason
+        if e.provenance:
+            attrs[PREFIX + "provenance"] = e.provenance
+        if e.request is not None:
+            attrs[PREFIX + "request"] = json.dumps(e.request, ensure_ascii=False, default=str)
+        if e.fetched:
+            attrs[PREFIX + "fetched.paths"] = [f.path for f in e.fetched]
+        step = self.spans[parent].parent           # a call began `latency` before its event, but not before its step
+        floor = self.spans[step].start if step is not None else end
+        i = self.add(SpanPlan(f"round {e.round}", parent, max(floor, end - max(0.0, e.latency or 0.0)), end, attrs))
+        if e.error:
+            self.spans[i].error = e.error
+        if e.fetched:
+            docs: dict[str, AttrValue] = {KIND: "RETRIEVER", "input.value": attrs[PREFIX + "request"],
+                                          "input.mime_type": "application/json"} if e.request is not None else \
+                {KIND: "RETRIEVER"}
+            docs.update(_where(e))
+            for j, f in enumerate(e.fetched):
+                docs[f"retrieval.documents.{j}.document.id"] = f.path
+                docs[f"retrieval.documents.{j}.document.metadata"] = json.dumps(
+                    {"mode": f.mode, "status": f.status, "chars": f.chars}, ensure_ascii=False)
+                if f.score is not None:
+                    docs[f"retrieval.documents.{j}.document.score"] = f.score
+            docs.update({PREFIX + "fetched.paths": [f.path for f in e.fetched],
+                         PREFIX + "fetched.modes": [f.mode for f in e.fetched],
+                         PREFIX + "fetched.statuses": [f.status for f in e.fetched],
+                         PREFIX + "fetched.chars": sum(f.chars for f in e.fetched)})
+            self.add(SpanPlan("fetch", i, end, end, docs))
+
+    def call(self, e: Call) -> None:
+        key = (e.caller, e.step, e.node)
+        if e.status == "started" and key not in self.calls:
+            parent = self.node(e.caller, e.step, None, e.node, e)
+            self.calls[key] = self.add(SpanPlan(f"call {e.ladder or e.step}", parent, self.at(e), self.at(e),
+                                                {KIND: "CHAIN"}))
+        i = self.calls.get(key)
+        if i is None:                     # depth_limit: the child never ran
+            parent = self.node(e.caller, e.step, None, e.node, e)
+            i = self.add(SpanPlan(f"call {e.step}", parent, self.at(e), self.at(e), {KIND: "CHAIN"}))
+        self._widen_up(i, self.at(e), self.at(e))
+        attrs: dict[str, AttrValue] = {PREFIX + "call.status": e.status, PREFIX + "call.child_depth": e.child_depth,
+                 **({PREFIX + "call.ladder": e.ladder} if e.ladder else {}),
+                 **({"output.value": e.output} if e.output is not None else {}),
+                 **({PREFIX + "call.reason": e.reason} if e.reason else {})}
+        self.spans[i].attributes.update(attrs)
+        if e.status not in ("started",):
+            self.calls.pop(key, None)
+
+
+def _run_start(e: RunStart) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {PREFIX + "ladder": e.ladder, PREFIX + "model": e.model,
+                                   "input.value": json.dumps(e.inputs, ensure_ascii=False, default=str),
+                                   "input.mime_type": "application/json"}
+    if e.run_id:
+        attrs[PREFIX + "run.id"] = e.run_id
+        attrs["session.id"] = e.run_id
+    return attrs
+
+
+def _where(e: Gate | Write | LlmCall) -> dict[str, AttrValue]:
+    return {PREFIX + "step": e.step, PREFIX + "node": e.node}
+
+
+def _depth(e: Event) -> dict[str, AttrValue]:
+    return {PREFIX + "depth": e.depth, PREFIX + "caller": list(e.caller)} if e.depth else {}
+
+
+def _messages(messages: list) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {}
+    for i, m in enumerate(messages):
+        if isinstance(m, dict):
+            attrs[f"llm.input_messages.{i}.message.role"] = str(m.get("role") or "")
+            attrs[f"llm.input_messages.{i}.message.content"] = str(m.get("content") or "")
+    attrs["input.value"] = json.dumps(messages, ensure_ascii=False, default=str)
+    attrs["input.mime_type"] = "application/json"
+    return attrs
+
+
+def _verdict(v: Any) -> dict[str, AttrValue]:
+    if v is None:
+        return {}
+    attrs: dict[str, AttrValue] = {PREFIX + "verdict.test": v.test, PREFIX + "verdict.matched": bool(v.matched)}
+    for name in ("keyword", "extraction", "message"):
+        value = getattr(v, name, None)
+        if value:
+            attrs[f"{PREFIX}verdict.{name}"] = str(value)
+    return attrs
+
+
+def plan_spans(events: Iterable[Event], start: float) -> list[SpanPlan]:
+    """The spans of a run's events, parents before children, timed from `start` (the run's epoch seconds)."""
+    planner = _Planner(start)
+    for e in events:
+        planner.feed(e)
+    return planner.spans
