@@ -9,54 +9,167 @@ from ..slate import METATAG_TYPES, SYSTEM_METATAGS, FolderSpec
 from .model import SlateDecl
 from .rules import Site, children, problem, rule, suggest, typename, whole, yaml_word
 
-TOP_KEYS = ("name", "description", "model", "knobs", "executionBudget", "slates", "steps", "embedder")
-STEP_KEYS = ("id", "type", "nodes", "fields", "systemPrompt", "retrieve", "if", "slateWrite", "steps", "call",
-             "model", "description")
-FIELD_KEYS = ("name", "type", "from", "value", "knob", "description")
-RETRIEVE_KEYS = ("to", "as", "maxRounds", "requestMatch")
-SLATEWRITE_KEYS = ("to", "field", "on", "key", "match")
-GATE_KEYS = ("equals", "jsonMatches", "then", "else")
-ACTION_KEYS = ("jump", "write")
-WRITE_KEYS = ("to", "from", "on", "key")
-TARGET_KEYS = ("slate", "folder", "file", "metatag")
-SLATE_KEYS = ("title", "path", "folders", "description")
-FOLDER_KEYS = ("name", "metatags", "files", "description")
-FILE_KEYS = ("name", "metatags", "description")
-BUDGET_KEYS = ("maxLlmCalls", "maxSteps")
-CALL_KEYS = ("ladder", "input", "maxDepth")
-STEP_REF_KEYS = ("stepId", "nodeRef", "node")
-SLATE_REF_KEYS = ("slate", "folder", "file", "metatag", "depth")
+# The keys each construct takes, each with the one sentence an editor shows on hover: the loader rejects any
+# other key, and the JSON Schema (jsonschema.py) is built from these same tables, so the two cannot disagree.
+_DESCRIPTION = "What this is for, in your own words (not sent to the model)."
+TOP_KEYS = {
+    "name": "The ladder's name (a non-empty string).",
+    "description": _DESCRIPTION,
+    "model": "The model: offline, script:PATH, replay:TRACE, local, or a litellm model string such as "
+             "openai/gpt-4o-mini.",
+    "knobs": "Defaults for {{knobs.NAME}} and knob fields; override them with --knob K=V.",
+    "executionBudget": "Limits on the run: maxLlmCalls and maxSteps.",
+    "slates": "The slates the ladder reads and writes: each a title, a path and its folders.",
+    "steps": "The steps, run in order (a non-empty list).",
+    "embedder": "The embedding model for similarTo and dense retrieval (for example st:all-MiniLM-L6-v2).",
+}
+STEP_KEYS = {
+    "id": "The step's id, unique in the ladder (a non-empty string).",
+    "type": "normal (the default), sequential, group (its steps: run as one unit) or call (runs a ladder again).",
+    "nodes": "How many independent nodes run this step (a whole number >= 1).",
+    "fields": "The named blocks of the step's prompt, each with a type and a source.",
+    "systemPrompt": "The instructions sent to the model.",
+    "retrieve": "Let the model request slate files: to, as, maxRounds and requestMatch.",
+    "if": "A gate on the step's output: equals or jsonMatches, then an action, else an action.",
+    "slateWrite": "Write the first JSON value of the final output to a slate file (to, on, key, match, field).",
+    "steps": "A group step's steps, run as one unit.",
+    "call": "A call step's call: {ladder: self or PATH, input: SOURCE, maxDepth: N}.",
+    "model": "This step's model, instead of the ladder's.",
+    "description": _DESCRIPTION,
+}
+FIELD_KEYS = {
+    "name": "The field's name, as the prompt shows it (unique in the step).",
+    "type": "text, slateRead, nodeInfo, ingest, multi_ingest, knob or json.",
+    "from": "Where the value comes from: input.context, input.NAME, previous, output, {stepId: ID} or "
+            "{slate, folder, file | metatag}.",
+    "value": "A literal value (a json field's value, or a text field's text).",
+    "knob": "The knob a knob field reads.",
+    "description": _DESCRIPTION,
+}
+RETRIEVE_KEYS = {
+    "to": "The slate folder requests are answered from: {slate, folder}.",
+    "as": "The block name the prompt shows the fetched entries under.",
+    "maxRounds": "The most retrieval rounds (a node makes at most maxRounds + 1 calls).",
+    "requestMatch": "The JSON Schema that tells a retrieval request from a final answer.",
+}
+RETRIEVE_TO_KEYS = {
+    "slate": "The title of a slate declared under slates:.",
+    "folder": "A folder the slate declares.",
+}
+_POLICY = "How to write: append (the default), overwrite or mergeByKey."
+_KEY = "With on: mergeByKey, the identifying property of a JSON array's objects."
+SLATEWRITE_KEYS = {
+    "to": "The slate file (or metatag) to write: {slate, folder, file | metatag}.",
+    "field": "Write only this property of the extracted JSON value.",
+    "on": _POLICY,
+    "key": _KEY,
+    "match": "The JSON Schema the extracted JSON value must match to be written.",
+}
+GATE_KEYS = {
+    "equals": "The condition: the step's output equals this text.",
+    "jsonMatches": "The condition: the step's output is JSON matching this JSON Schema.",
+    "then": "The action when the condition holds: continue, abort, prune, {jump: STEP_ID} or {write: ...}.",
+    "else": "The action when it does not: continue, abort, prune, {jump: STEP_ID} or {write: ...}.",
+}
+ACTION_KEYS = {
+    "jump": "Jump to a top-level step: STEP_ID or {stepId: STEP_ID}.",
+    "write": "Write to a slate file: {to, from, on, key}, or a list of them.",
+}
+WRITE_KEYS = {
+    "to": "The slate file (or metatag) to write: {slate, folder, file | metatag}.",
+    "from": "What to write: previous, output, a literal, {stepId: ID} or a slate reference.",
+    "on": _POLICY,
+    "key": _KEY,
+}
+TARGET_KEYS = {
+    "slate": "The title of a slate declared under slates:.",
+    "folder": "A folder the slate declares.",
+    "file": "A file the folder declares.",
+    "metatag": "A metatag to write instead of the file's contents.",
+}
+SLATE_KEYS = {
+    "title": "The slate's title, as references name it (unique).",
+    "path": "The slate's folder on disk, relative to the ladder file.",
+    "folders": "The folders of the slate the ladder uses.",
+    "description": _DESCRIPTION,
+}
+FOLDER_KEYS = {
+    "name": "The folder's path inside the slate.",
+    "metatags": "The folder's metatags: NAME: string | string[] | number | boolean | object.",
+    "files": "Declared files: names, or {name, metatags}.",
+    "description": _DESCRIPTION,
+}
+FILE_KEYS = {
+    "name": "The file's name inside its folder.",
+    "metatags": "The file's own metatags: NAME: string | string[] | number | boolean | object.",
+    "description": _DESCRIPTION,
+}
+BUDGET_KEYS = {
+    "maxLlmCalls": "The most model calls the run may make (a whole number >= 1).",
+    "maxSteps": "The most steps the run may execute (a whole number >= 1).",
+}
+CALL_KEYS = {
+    "ladder": "self (the default) or the path of a ladder file.",
+    "input": "The called ladder's input: a source, as in from:.",
+    "maxDepth": "The deepest nesting of calls (a whole number >= 1; default 3).",
+}
+STEP_REF_KEYS = {
+    "stepId": "The step whose output is read.",
+    "nodeRef": "Which node's output: current, previous or accumulate (every node's).",
+    "node": "The number of the node whose output is read (a whole number >= 1).",
+}
+SLATE_REF_KEYS = {
+    "slate": "The title of a slate declared under slates:.",
+    "folder": "A folder the slate declares.",
+    "file": "A file the folder declares.",
+    "metatag": "A metatag: a declared one, or index (one level), tree (with depth) or another system metatag.",
+    "depth": "How many levels a tree shows (a whole number >= 1).",
+}
 
 
-def _source_keys(site: Site) -> tuple[tuple, str] | None:
+# construct kind -> the keys it takes (the loader's unknown-key rule and the JSON Schema both read this)
+KEY_TABLES: dict[str, dict[str, str]] = {
+    "ladder": TOP_KEYS, "budget": BUDGET_KEYS, "slate": SLATE_KEYS, "folder": FOLDER_KEYS, "file": FILE_KEYS,
+    "step": STEP_KEYS, "field": FIELD_KEYS, "slate-read": SLATE_REF_KEYS, "step-ref": STEP_REF_KEYS,
+    "slate-ref": SLATE_REF_KEYS, "retrieve": RETRIEVE_KEYS, "retrieve-to": RETRIEVE_TO_KEYS,
+    "slateWrite": SLATEWRITE_KEYS, "target": TARGET_KEYS, "if": GATE_KEYS, "action": ACTION_KEYS,
+    "write": WRITE_KEYS, "call": CALL_KEYS,
+}
+
+
+def _source_keys(site: Site) -> tuple[dict[str, str], str] | None:
     if not isinstance(site.raw, dict):
         return None
     if "stepId" in site.raw:
-        return STEP_REF_KEYS, f"{site.what} from:"
+        return KEY_TABLES["step-ref"], f"{site.what} from:"
     if "slate" in site.raw:
-        return SLATE_REF_KEYS, f"{site.what} from:"
+        return KEY_TABLES["slate-ref"], f"{site.what} from:"
     return None
+
+
+def _plain(label: str):
+    return lambda s: (KEY_TABLES[s.kind], label)
 
 
 # construct kind -> (allowed keys, how the unknown-key message names the construct)
 _KEYS = {
-    "ladder": lambda s: (TOP_KEYS, "ladder"),
-    "budget": lambda s: (BUDGET_KEYS, "executionBudget"),
-    "slate": lambda s: (SLATE_KEYS, "slate"),
+    "ladder": _plain("ladder"),
+    "budget": _plain("executionBudget"),
+    "slate": _plain("slate"),
     "folder": lambda s: (FOLDER_KEYS, f'folder "{s.raw["name"]}"'),
     "file": lambda s: (FILE_KEYS, f'file "{s.raw["name"]}"'),
-    "step": lambda s: (STEP_KEYS, "step"),
+    "step": _plain("step"),
     "field": lambda s: (FIELD_KEYS, f'field "{s.field}"'),
     "slate-read": lambda s: (SLATE_REF_KEYS, s.what),
     "source": _source_keys,
-    "retrieve": lambda s: (RETRIEVE_KEYS, "retrieve"),
-    "retrieve-to": lambda s: (("slate", "folder"), "retrieve.to"),
-    "slateWrite": lambda s: (SLATEWRITE_KEYS, "slateWrite"),
+    "retrieve": _plain("retrieve"),
+    "retrieve-to": _plain("retrieve.to"),
+    "slateWrite": _plain("slateWrite"),
     "target": lambda s: (TARGET_KEYS, f"{s.what}.to"),
-    "if": lambda s: (GATE_KEYS, "if"),
+    "if": _plain("if"),
     "action": lambda s: (ACTION_KEYS, f"if.{s.branch}"),
     "write": lambda s: (WRITE_KEYS, s.what),
-    "call": lambda s: (CALL_KEYS, "call"),
+    "call": _plain("call"),
 }
 
 
@@ -280,4 +393,4 @@ def _below_folder(site: Site) -> Iterator[Site]:
             yield site.at("file", entry, ("files", k))
 
 
-__all__ = ["declared_slates", "file_entries", "unsafe_name"]
+__all__ = ["KEY_TABLES", "declared_slates", "file_entries", "unsafe_name"]

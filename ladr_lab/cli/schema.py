@@ -1,0 +1,22 @@
+"""`ladr-lab schema [--out FILE]`: the JSON Schema of the ladder format, for editors and check-jsonschema."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def cmd_schema(a) -> int:
+    """Print the ladder JSON Schema, or write it to --out."""
+    from ..config.jsonschema import to_schema_text
+    text = to_schema_text()
+    if a.out:
+        Path(a.out).write_text(text, encoding="utf-8")
+    else:
+        print(text, end="")
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Register `schema`."""
+    s = sub.add_parser("schema", help="print the JSON Schema of the ladder format (for editors' YAML support)")
+    s.add_argument("--out", metavar="FILE", help="write it to FILE instead of printing it")
+    s.set_defaults(fn=cmd_schema)
