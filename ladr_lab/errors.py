@@ -36,7 +36,8 @@ therefore drawn here but not re-exported.
 The exceptions that are not LadrErrors are internal and never reach a user:
 `round.validators.PatternTimeout` (a slow `pattern:` is taken as not matching),
 `round.validators.UnresolvableRef` (config reports it as the rule `schema-ref`), `engine.writes._Skip` (the
-write is recorded as skipped), `server.protocol._NoSuchMethod` (answered as a JSON-RPC error) and
+write is recorded as skipped), `server.protocol._NoSuchMethod`, `server.resources.ResourceRefused` and
+`ResourceMissing` (each answered as a JSON-RPC error) and
 `cli.printer.OutputClosed` (a BaseException: a closed pipe ends the CLI quietly).
 """
 from __future__ import annotations

@@ -22,6 +22,8 @@ INTERNAL = {
     "UnresolvableRef": "caught in config.schemas: reported as the config rule schema-ref",
     "_Skip": "caught in engine.writes: the write is recorded as skipped",
     "_NoSuchMethod": "caught in server.protocol: answered as a JSON-RPC error",
+    "ResourceRefused": "caught in server.mcp_server: answered as a JSON-RPC error (invalid params)",
+    "ResourceMissing": "caught in server.mcp_server: answered as a JSON-RPC error (resource not found)",
     "OutputClosed": "caught by the CLI's main: a closed pipe ends it quietly",
 }
 

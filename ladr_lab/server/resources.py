@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from ..errors import LadrError, PathRefused
+from ..errors import PathRefused
 from ..slate import SlateStore
 from ..slate.paths import normalize_rel, resolve_under
 from ..slate.reading import read_regular_file
@@ -29,12 +29,14 @@ _TEXT_TYPES = {".md": "text/markdown", ".txt": "text/plain", ".json": "applicati
                ".yml": "application/yaml", ".csv": "text/csv", ".py": "text/x-python", ".jsonl": "application/jsonl"}
 
 
-class ResourceRefused(LadrError):
-    """A resource URI that names nothing a served slate may show (bad scheme, unknown slate, a path escape)."""
+class ResourceRefused(Exception):
+    """A resource URI that names nothing a served slate may show (bad scheme, unknown slate, a path escape); internal:
+    the MCP face answers it as a JSON-RPC error (invalid params), so it never reaches a user as an exception."""
 
 
-class ResourceMissing(LadrError):
-    """A well-formed resource URI whose file is not in the slate's listing (or is gone)."""
+class ResourceMissing(Exception):
+    """A well-formed resource URI whose file is not in the slate's listing (or is gone); internal: the MCP face
+    answers it as a JSON-RPC error (resource not found)."""
 
 
 @dataclass(frozen=True)
