@@ -37,10 +37,23 @@ def _token(a) -> str | None:
     return a.token or os.environ.get("LADR_SERVE_TOKEN") or None
 
 
+# the JSON-RPC HTTP server's timers and threads: streamable HTTP (--mcp) holds a stream open for as long as a
+# session lasts, so these would cut it; given with --mcp they are refused rather than silently ignored
+_NOT_FOR_MCP = {"header_timeout": ("--header-timeout", 10.0), "body_timeout": ("--body-timeout", 30.0),
+                "send_timeout": ("--send-timeout", 30.0), "workers": ("--workers", 4)}
+
+
 def _limits(a):
     """The HTTP server's bounds from the options (checked before any indexing)."""
     from ..server.limits import Limits
 
+    given = [flag for key, (flag, _) in _NOT_FOR_MCP.items() if getattr(a, key) is not None]
+    if a.mcp and given:
+        raise SystemExit(f"ladr-lab: {', '.join(given)} do not apply to --mcp (streamable HTTP keeps a stream open "
+                         "for a whole session); --max-request-bytes, --keepalive-timeout and --max-connections do")
+    for key, (_, default) in _NOT_FOR_MCP.items():
+        if getattr(a, key) is None:
+            setattr(a, key, default)
     if a.workers < 1:
         raise SystemExit("ladr-lab: --workers must be at least 1")
     try:
@@ -141,6 +154,9 @@ def _serve_mcp(a, engine, store, address, token) -> int:
     host, port = address
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
+    if host in ("0.0.0.0", "::") and not a.allow_host:
+        print("ladr-lab serve: note: only requests whose Host is 127.0.0.1, localhost or [::1] are answered; "
+              "add --allow-host NAME for the names clients use", file=sys.stderr)
     http = McpHttpServer(server, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                          max_request_bytes=a.max_request_bytes, keepalive_timeout=a.keepalive_timeout,
                          max_connections=a.max_connections)
@@ -184,14 +200,14 @@ def add_parser(sub) -> None:
     http.add_argument("--max-connections", type=int, default=256, metavar="N",
                       help="connections held at once; past it the longest idle one is closed, "
                            "or a new client gets 503 when all are busy (256)")
-    http.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+    http.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
                       help="a request's head must arrive within this, else the connection is closed (10)")
-    http.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+    http.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
                       help="a request's body must arrive within this after its head, else 408 (30)")
     http.add_argument("--keepalive-timeout", type=float, default=5.0, metavar="SECONDS",
                       help="an idle keep-alive connection is closed after this (5)")
-    http.add_argument("--send-timeout", type=float, default=30.0, metavar="SECONDS",
+    http.add_argument("--send-timeout", type=float, default=None, metavar="SECONDS",
                       help="a client that reads nothing of its answer for this is disconnected (30)")
-    http.add_argument("--workers", type=int, default=4, metavar="N",
+    http.add_argument("--workers", type=int, default=None, metavar="N",
                       help="threads answering requests; more requests wait for one (4)")
     s.set_defaults(fn=cmd_serve)
