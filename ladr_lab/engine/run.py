@@ -409,7 +409,7 @@ class Run(Displayable):
         x = self._x
         x.emit(RunStart(ladder=self.ladder.name, model=getattr(self.model, "name", "?"), inputs=self.inputs,
                         budget={"maxLlmCalls": self.ledger.max_llm_calls, "maxSteps": self.ledger.max_steps},
-                        run_id=self.run_id))
+                        run_id=self.run_id, started_at=round(time.time(), 6)))
         try:
             last = yield from run_steps(x)
             self.status = "completed"

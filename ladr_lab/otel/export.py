@@ -3,7 +3,9 @@
 `export(trace)` turns a Trace, a Run or a saved JSONL trace into the span tree of `spans.py` and sends it to
 the endpoint the standard `OTEL_EXPORTER_OTLP_*` variables name (or `endpoint=`), through a tracer provider
 of its own made per export, so a user's global provider is never touched (pass `tracer_provider=` to use
-yours). `OtelExport` is the listener `Run(otel=True)` attaches: it exports when the run ends.
+yours). `OtelExport` is the listener `Run(otel=True)` attaches: it exports when the run ends. Attribute values
+are cut at a length limit (`MAX_LENGTH`, or the standard variables) with a marker, and OpenInference's
+`OPENINFERENCE_HIDE_*` variables (or `hide_inputs=` / `hide_outputs=`) leave prompts and outputs out.
 OpenTelemetry is imported only inside these functions.
 """
 from __future__ import annotations
@@ -15,13 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadrError
-from ..trace import Event, RunEnd, Trace
-from .spans import SpanPlan, plan_spans
+from ..trace import Event, RunEnd, RunStart, Trace
+from .spans import KIND, SpanPlan, plan_spans
 
-__all__ = ["INSTALL", "OtelExport", "OtelExportError", "export", "export_events", "require_otel"]
+__all__ = ["INSTALL", "MAX_ATTRIBUTES", "MAX_LENGTH", "OtelExport", "OtelExportError", "export", "export_events",
+           "require_otel"]
 
 INSTALL = 'pip install "ladr_lab[otel]"'
 BATCH = 512           # spans per OTLP request
+MAX_LENGTH = 16_384   # characters of an attribute value (each string of a list), unless a standard variable says
+MAX_ATTRIBUTES = 1024  # attributes per span of the export's own provider (the SDK's default is 128)
+LENGTH_VARS = ("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+COUNT_VARS = ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT")
+INPUT_KEYS = ("input.value", "input.mime_type", "llm.input_messages.")
+OUTPUT_KEYS = ("output.value", "output.mime_type", "llm.output_messages.", "ladr.request")
 
 
 class OtelExportError(LadrError):
@@ -54,17 +63,79 @@ def _where(endpoint: str | None) -> str:
     return _traces_url(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318"))
 
 
-def _emit(plans: Sequence[SpanPlan], tracer: Any) -> None:
+def _env_int(names: Sequence[str]) -> int | None:
+    """The first of these variables that holds an integer."""
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def _max_length() -> int:
+    """The attribute value length limit: `OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT`, `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`
+    or MAX_LENGTH."""
+    found = _env_int(LENGTH_VARS)
+    return MAX_LENGTH if found is None else found
+
+
+def _cut(value: Any, limit: int) -> Any:
+    """A string longer than `limit` cut to `limit` characters, ending in a marker saying how long it was."""
+    if isinstance(value, str) and len(value) > limit:
+        marker = f"…[truncated: {len(value)} chars]"
+        return (value[:max(0, limit - len(marker))] + marker)[:limit]
+    if isinstance(value, (list, tuple)):
+        return [_cut(v, limit) for v in value]
+    return value
+
+
+def _hidden(flag: bool | None, *names: str) -> bool:
+    """An explicit flag, else whether any of OpenInference's variables says `true`."""
+    if flag is not None:
+        return flag
+    return any(os.environ.get(n, "").strip().lower() == "true" for n in names)
+
+
+def _shape(attributes: dict[str, Any], limit: int, hide: tuple[str, ...]) -> dict[str, Any]:
+    """The attributes to send: hidden keys left out, values cut, the span kind last (the SDK drops the oldest)."""
+    out: dict[str, Any] = {}
+    for k, v in attributes.items():
+        if k == KIND or (hide and k.startswith(hide)):
+            continue
+        # most values are short strings or numbers, passed as they are (this runs for every attribute)
+        out[k] = _cut(v, limit) if isinstance(v, (list, tuple)) or (isinstance(v, str) and len(v) > limit) else v
+    if KIND in attributes:
+        out[KIND] = attributes[KIND]
+    return out
+
+
+def _hide(hide_inputs: bool | None, hide_outputs: bool | None) -> tuple[str, ...]:
+    """The attribute key prefixes to leave out, from the flags or the `OPENINFERENCE_HIDE_*` variables."""
+    hide: tuple[str, ...] = ()
+    if _hidden(hide_inputs, "OPENINFERENCE_HIDE_INPUTS"):
+        hide += INPUT_KEYS
+    elif _hidden(None, "OPENINFERENCE_HIDE_INPUT_MESSAGES"):
+        hide += ("llm.input_messages.",)
+    if _hidden(hide_outputs, "OPENINFERENCE_HIDE_OUTPUTS"):
+        hide += OUTPUT_KEYS
+    elif _hidden(None, "OPENINFERENCE_HIDE_OUTPUT_MESSAGES"):
+        hide += ("llm.output_messages.",)
+    return hide
+
+
+def _emit(plans: Sequence[SpanPlan], tracer: Any, hide: tuple[str, ...] = ()) -> None:
     """Start and end every planned span with its own times, a parent always before its children."""
     from opentelemetry import trace as ot
     from opentelemetry.trace import Status, StatusCode
 
+    limit = _max_length()
     made: list[Any] = []
     for p in plans:
         ctx = ot.set_span_in_context(made[p.parent]) if p.parent is not None else None
-        span = tracer.start_span(p.name, context=ctx, start_time=int(p.start * 1e9), attributes=p.attributes)
+        span = tracer.start_span(p.name, context=ctx, start_time=int(p.start * 1e9),
+                                 attributes=_shape(p.attributes, limit, hide))
         for name, at, attrs in p.events:
-            span.add_event(name, attributes=attrs, timestamp=int(at * 1e9))
+            span.add_event(name, attributes=_shape(attrs, limit, ()), timestamp=int(at * 1e9))
         if p.error:
             span.set_status(Status(StatusCode.ERROR, p.error))
         made.append(span)
@@ -73,18 +144,20 @@ def _emit(plans: Sequence[SpanPlan], tracer: Any) -> None:
 
 
 def export_events(events: Sequence[Event], start: float, *, endpoint: str | None = None, exporter: Any = None,
-                  tracer_provider: Any = None, headers: dict[str, str] | None = None) -> int:
+                  tracer_provider: Any = None, headers: dict[str, str] | None = None, hide_inputs: bool | None = None,
+                  hide_outputs: bool | None = None) -> int:
     """Export a run's events (its wall-clock `start` in epoch seconds) as spans; return how many were made."""
     require_otel()
     plans = plan_spans(events, start)
+    hide = _hide(hide_inputs, hide_outputs)
     if tracer_provider is not None:
-        _emit(plans, tracer_provider.get_tracer("ladr_lab"))
+        _emit(plans, tracer_provider.get_tracer("ladr_lab"), hide)
         flush = getattr(tracer_provider, "force_flush", None)
         if callable(flush):
             flush()
         return len(plans)
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     ended: list[ReadableSpan] = []
@@ -93,10 +166,13 @@ def export_events(events: Sequence[Event], start: float, *, endpoint: str | None
         def on_end(self, span: ReadableSpan) -> None:
             ended.append(span)
 
+    limits = SpanLimits(max_span_attributes=None if _env_int(COUNT_VARS) is not None else MAX_ATTRIBUTES,
+                        max_span_attribute_length=_max_length())
     provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME",
-                                                                                       "ladr_lab")}))
+                                                                                       "ladr_lab")}),
+                              span_limits=limits)
     provider.add_span_processor(_Collect())
-    _emit(plans, provider.get_tracer("ladr_lab"))
+    _emit(plans, provider.get_tracer("ladr_lab"), hide)
     provider.shutdown()
     if exporter is None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -116,8 +192,23 @@ def export_events(events: Sequence[Event], start: float, *, endpoint: str | None
     return len(ended)
 
 
+def _recorded_start(events: Sequence[Event]) -> float | None:
+    """The wall-clock start the top-level `run_start` recorded (`started_at`, epoch seconds), if it did."""
+    for e in events:
+        if isinstance(e, RunStart) and not e.caller:
+            at = e.get("started_at")
+            if isinstance(at, (int, float)) and not isinstance(at, bool):
+                return float(at) - (e.t or 0.0)
+            return None
+    return None
+
+
 def _start_of(source: Any, events: Sequence[Event]) -> float:
-    """A saved trace began its last event's `t` before the file was last written; anything else, before now."""
+    """The run's recorded start; else a saved trace began its last event's `t` before the file was last written,
+    anything else before now."""
+    recorded = _recorded_start(events)
+    if recorded is not None:
+        return recorded
     last = max((e.t or 0.0 for e in events), default=0.0)
     if isinstance(source, (str, Path)) and Path(source).exists():
         return Path(source).stat().st_mtime - last
@@ -125,12 +216,14 @@ def _start_of(source: Any, events: Sequence[Event]) -> float:
 
 
 def export(trace: Trace | str | Path | Any, *, endpoint: str | None = None, start: float | None = None,
-           exporter: Any = None, tracer_provider: Any = None, headers: dict[str, str] | None = None) -> int:
+           exporter: Any = None, tracer_provider: Any = None, headers: dict[str, str] | None = None,
+           hide_inputs: bool | None = None, hide_outputs: bool | None = None) -> int:
     """Export a run (a Trace, a Run, or a JSONL trace's path) as OpenTelemetry spans; return how many were made."""
     require_otel()
     events = list(Trace.of(trace))
     return export_events(events, _start_of(trace, events) if start is None else start, endpoint=endpoint,
-                         exporter=exporter, tracer_provider=tracer_provider, headers=headers)
+                         exporter=exporter, tracer_provider=tracer_provider, headers=headers,
+                         hide_inputs=hide_inputs, hide_outputs=hide_outputs)
 
 
 class OtelExport:
@@ -140,9 +233,11 @@ class OtelExport:
     and `Trace.listener_errors` keeps the OtelExportError."""
 
     def __init__(self, *, endpoint: str | None = None, exporter: Any = None, tracer_provider: Any = None,
-                 headers: dict[str, str] | None = None, on_export: Callable[[int], Any] | None = None) -> None:
+                 headers: dict[str, str] | None = None, on_export: Callable[[int], Any] | None = None,
+                 hide_inputs: bool | None = None, hide_outputs: bool | None = None) -> None:
         require_otel()
         self.endpoint, self.exporter, self.tracer_provider, self.headers = endpoint, exporter, tracer_provider, headers
+        self.hide_inputs, self.hide_outputs = hide_inputs, hide_outputs
         self.on_export = on_export
         self.events: list[Event] = []
         self.start: float | None = None
@@ -150,12 +245,15 @@ class OtelExport:
 
     def __call__(self, event: Event) -> None:
         if self.start is None:
-            self.start = time.time() - (event.t or 0.0)
+            self.start = _recorded_start([event])
+            if self.start is None:
+                self.start = time.time() - (event.t or 0.0)
         self.events.append(event)
         if isinstance(event, RunEnd) and not event.depth:
             events, self.events = self.events, []
             self.spans = export_events(events, self.start, endpoint=self.endpoint, exporter=self.exporter,
-                                       tracer_provider=self.tracer_provider, headers=self.headers)
+                                       tracer_provider=self.tracer_provider, headers=self.headers,
+                                       hide_inputs=self.hide_inputs, hide_outputs=self.hide_outputs)
             self.start = None
             if self.on_export is not None:
                 self.on_export(self.spans)

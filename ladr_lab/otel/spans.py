@@ -2,8 +2,9 @@
 gates, writes and child runs (`call` steps) under their node; no OpenTelemetry is imported here.
 
 Times come from the events' `t` (seconds since the run began) plus `start` (the run's wall-clock start): a
-round ends at its event's `t` and began `latency` seconds before (not before its step began); a node spans its children; a step spans
-its `step_start` to its `step_end`. Attribute names are OpenInference's and OpenTelemetry GenAI's where they
+round ends at its event's `t` and began `latency` seconds before (not before its step began, nor before the
+node's previous round ended); a node spans its children; a step spans its `step_start` to its `step_end`, and a
+group's inner steps nest under the group's step. Attribute names are OpenInference's and OpenTelemetry GenAI's where they
 have one, ladr_lab's own under `ladr.` (docs/otel.md has the table).
 """
 from __future__ import annotations
@@ -27,10 +28,12 @@ from ..trace import (
     Write,
 )
 
-__all__ = ["PREFIX", "SpanPlan", "plan_spans"]
+__all__ = ["KIND", "MAX_DOCUMENTS", "PREFIX", "SpanPlan", "plan_spans", "provider_of"]
 
 PREFIX = "ladr."
 KIND = "openinference.span.kind"
+MAX_DOCUMENTS = 32          # retrieval.documents.I.* entries a fetch span carries; ladr.fetched.count is the true number
+OWN_MODELS = ("offline", "script", "replay", "local")   # model names ladr_lab answers itself: provider "ladr_lab"
 AttrValue = str | bool | int | float | list[str]
 
 
@@ -62,6 +65,9 @@ class _Planner:
         self.steps: dict[tuple, int] = {}       # (caller, step) -> the open step span
         self.nodes: dict[tuple, int] = {}       # (caller, step, iteration, node) -> node span
         self.calls: dict[tuple, int] = {}       # (caller, step, node) -> the open `call` span (a child run)
+        self.groups: dict[tuple, list[int]] = {}  # caller -> the open `group` step spans, innermost last
+        self.last_end: dict[int, float] = {}    # node span -> when its latest round (or fetch) ended
+        self.model = ""                         # the run's model name (run_start), for a round's provider
 
     def add(self, plan: SpanPlan) -> int:
         self.spans.append(plan)
@@ -117,26 +123,35 @@ class _Planner:
             if i is not None:
                 self.spans[i].name = f"run {e.ladder}"
                 self.spans[i].attributes.update(_run_start(e))
+                self.model = e.model
         elif isinstance(e, StepStart):
-            parent = self.scope(e)
-            self.steps[(e.caller, e.step)] = self.add(SpanPlan(
+            groups = self.groups.setdefault(e.caller, [])
+            parent = groups[-1] if groups else self.scope(e)
+            i = self.steps[(e.caller, e.step)] = self.add(SpanPlan(
                 f"step {e.step}", parent, self.at(e), self.at(e),
                 {KIND: "CHAIN", PREFIX + "step": e.step, PREFIX + "step.type": e.step_type,
                  PREFIX + "step.nodes": e.nodes, PREFIX + "iteration": e.iteration, **_depth(e)}))
+            if e.step_type == "group":
+                groups.append(i)
         elif isinstance(e, StepEnd):
             i = self.step(e.caller, e.step, e)
             self._widen_up(i, self.at(e), self.at(e))
             self.spans[i].attributes.update({PREFIX + "step.survivors": e.survivors,
                                              **({PREFIX + "step.jump": e.jump} if e.jump else {})})
             self.steps.pop((e.caller, e.step), None)
+            groups = self.groups.get(e.caller, [])
+            if i in groups:
+                groups.remove(i)
         elif isinstance(e, LlmCall):
             self.round(e)
         elif isinstance(e, LlmCallFailed):
             parent = self.node(e.caller, e.step, None, e.node, e)
             attrs: dict[str, AttrValue] = {KIND: "LLM", PREFIX + "step": e.step, PREFIX + "node": e.node,
-                                           PREFIX + "round": e.round, **_messages(e.messages)}
+                                           PREFIX + "round": e.round, **_messages(e.messages),
+                                           **_provider(provider_of(self.model))}
             i = self.add(SpanPlan(f"round {e.round}", parent, self.at(e), self.at(e), attrs))
             self.spans[i].error = e.error
+            self.last_end[parent] = max(self.last_end.get(parent, self.at(e)), self.at(e))
         elif isinstance(e, Gate):
             parent = self.node(e.caller, e.step, None, e.node, e)
             attrs = {KIND: "GUARDRAIL", **_where(e), PREFIX + "gate.condition": e.condition,
@@ -173,7 +188,8 @@ class _Planner:
         parent = self.node(e.caller, e.step, e.iteration, e.node, e)
         end = self.at(e)
         attrs: dict[str, AttrValue] = {
-            KIND: "LLM", "llm.model_name": e.model, "gen_ai.operation.name": "chat", "gen_ai.request.model": e.model,
+            KIND: "LLM", "llm.model_name": e.model, **_provider(provider_of(e.model) or provider_of(self.model)),
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": e.model,
             **_messages(e.messages),
             "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": e.output,
             "output.value": e.output, "output.mime_type": "text/plain",
@@ -192,9 +208,12 @@ class _Planner:
             attrs[PREFIX + "request"] = json.dumps(e.request, ensure_ascii=False, default=str)
         if e.fetched:
             attrs[PREFIX + "fetched.paths"] = [f.path for f in e.fetched]
-        step = self.spans[parent].parent           # a call began `latency` before its event, but not before its step
+        # a call began `latency` before its event, but not before its step, nor before the node's previous round ended
+        step = self.spans[parent].parent
         floor = self.spans[step].start if step is not None else end
+        floor = min(end, max(floor, self.last_end.get(parent, floor)))
         i = self.add(SpanPlan(f"round {e.round}", parent, max(floor, end - max(0.0, e.latency or 0.0)), end, attrs))
+        self.last_end[parent] = end
         if e.error:
             self.spans[i].error = e.error
         if e.fetched:
@@ -202,7 +221,8 @@ class _Planner:
                                           "input.mime_type": "application/json"} if e.request is not None else \
                 {KIND: "RETRIEVER"}
             docs.update(_where(e))
-            for j, f in enumerate(e.fetched):
+            docs[PREFIX + "fetched.count"] = len(e.fetched)
+            for j, f in enumerate(e.fetched[:MAX_DOCUMENTS]):
                 docs[f"retrieval.documents.{j}.document.id"] = f.path
                 docs[f"retrieval.documents.{j}.document.metadata"] = json.dumps(
                     {"mode": f.mode, "status": f.status, "chars": f.chars}, ensure_ascii=False)
@@ -253,14 +273,35 @@ def _depth(e: Event) -> dict[str, AttrValue]:
 
 
 def _messages(messages: list) -> dict[str, AttrValue]:
+    """The messages as `llm.input_messages.*`, and `input.value` as the last user message only (not all again)."""
     attrs: dict[str, AttrValue] = {}
+    last_user: str | None = None
     for i, m in enumerate(messages):
         if isinstance(m, dict):
             attrs[f"llm.input_messages.{i}.message.role"] = str(m.get("role") or "")
             attrs[f"llm.input_messages.{i}.message.content"] = str(m.get("content") or "")
-    attrs["input.value"] = json.dumps(messages, ensure_ascii=False, default=str)
-    attrs["input.mime_type"] = "application/json"
+            if m.get("role") == "user":
+                last_user = str(m.get("content") or "")
+    if last_user is not None:
+        attrs["input.value"] = last_user
+        attrs["input.mime_type"] = "text/plain"
     return attrs
+
+
+def provider_of(model: str | None) -> str | None:
+    """The provider a model name gives: a litellm prefix (`openai/...` is openai), ladr_lab's own models' ladr_lab."""
+    name = (model or "").strip()
+    head = name.split(":", 1)[0]
+    if head in OWN_MODELS or name in OWN_MODELS:
+        return "ladr_lab"
+    if head == "litellm":          # `litellm:openai/gpt-4o`, as an embedding or a wrapped model names itself
+        name = name.split(":", 1)[1]
+    prefix, slash, rest = name.partition("/")
+    return prefix.lower() if slash and prefix and rest else None
+
+
+def _provider(provider: str | None) -> dict[str, AttrValue]:
+    return {"llm.provider": provider, "llm.system": provider, "gen_ai.system": provider} if provider else {}
 
 
 def _verdict(v: Any) -> dict[str, AttrValue]:

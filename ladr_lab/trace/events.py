@@ -184,15 +184,16 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class RunStart(Event):
-    """The run began: which ladder, which model, its inputs and budget."""
+    """The run began: which ladder, which model, its inputs and budget, and when (`started_at`, epoch seconds)."""
 
     TYPE: ClassVar[str] = "run_start"
-    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"run_id"})
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"run_id", "started_at"})
     ladder: str
     model: str
     inputs: dict
     budget: dict
     run_id: str | None = None
+    started_at: float | None = None      # wall clock when the run began; older traces lack it
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

@@ -27,7 +27,7 @@ def _called(run: Run) -> list[str]:
 
 def _events(run: Run) -> list[dict]:
     """The trace without what differs from run to run (times, the run id)."""
-    drop = ("t", "run_id", "latency")
+    drop = ("t", "run_id", "latency", "started_at")
     return [{k: v for k, v in e.to_dict().items() if k not in drop} for e in run.trace.events]
 
 

@@ -30,7 +30,7 @@ STEP_B = """
 """
 ROWS = [{"context": "What is maxRounds?"}, {"context": "What is a slate?"}, {"context": "Why gates?"}]
 TIMING = ["seconds", "latency"]
-VOLATILE = ("t", "latency", "run_id")
+VOLATILE = ("t", "latency", "run_id", "started_at")
 
 
 @pytest.fixture(scope="module", autouse=True)

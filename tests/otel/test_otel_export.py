@@ -78,6 +78,8 @@ def test_a_live_run_with_otel_exports_its_exact_span_tree_when_it_ends(sdk, make
     assert r1.start_time == step.start_time and r1.end_time - r1.start_time < 0.25e9
 
     fetch = named[("fetch", "verify_and_store")]
+    assert r2.start_time >= fetch.end_time == r1.end_time      # round 2 does not begin before round 1 ended
+    assert r1.attributes["input.value"] == r1.attributes["llm.input_messages.1.message.content"]
     assert fetch.attributes["retrieval.documents.0.document.id"] == "retrieve/max-rounds.md"
     assert fetch.attributes["ladr.fetched.statuses"] == ("fetched",)
     assert json.loads(fetch.attributes["input.value"]) == {"files": ["retrieve/max-rounds.md"]}

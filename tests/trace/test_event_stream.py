@@ -44,7 +44,7 @@ def normalized(events) -> list[dict]:
     out = []
     for e in events:
         d = e.to_dict()
-        for volatile in ("t", "latency", "run_id"):
+        for volatile in ("t", "latency", "run_id", "started_at"):
             d.pop(volatile, None)
         if "messages" in d:
             d["messages"] = digest(d["messages"])
