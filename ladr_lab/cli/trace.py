@@ -1,5 +1,5 @@
-"""`ladr-lab trace rejudge | diff | prompt | otel`: questions about recorded runs, answered without the model, and
-their export as OpenTelemetry spans."""
+"""`ladr-lab trace rejudge | diff | prompt | tune | otel`: questions about recorded runs, answered without the model,
+and their export as OpenTelemetry spans."""
 from __future__ import annotations
 
 import json
@@ -102,6 +102,61 @@ def cmd_otel(a) -> int:
     return 0
 
 
+def _tune_variant(item: str):
+    """`NAME=FILE` of `trace tune --variant`: a ladder file (it has `steps`) as a path, else the file's schema."""
+    from ..config.standalone import read_schema
+    name, sep, path = item.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        print(f"ladr-lab: --variant takes NAME=FILE (a requestMatch schema or a ladder; got {item!r})",
+              file=sys.stderr)
+        raise SystemExit(USAGE_ERROR)
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LadrError(f"--variant {name}: cannot read {file} ({exc.strerror or exc})") from None
+    value, _, error = read_schema(text, "json" if file.suffix.lower() == ".json" else "yaml")
+    if error is not None:
+        raise LadrError(f"--variant {name}: {file}: {error}")
+    return name.strip(), (str(file) if isinstance(value, dict) and "steps" in value else value)
+
+
+def cmd_tune(a) -> int:
+    """Score requestMatch variants on every recorded retrieve output of an eval or experiment folder, or traces."""
+    from ..analysis import tune_request_match
+    try:
+        variants = dict(_tune_variant(v) for v in a.variant)
+        source: object = [Path(t) for t in a.source] if len(a.source) > 1 else Path(a.source[0])
+        if isinstance(source, Path) and (source / "experiment.json").is_file():
+            from ..experiments import load_experiment
+            exp = load_experiment(source)      # one variant's cells: the others re-ran or re-judged the same rows
+            of = a.of or (exp.variants[0] if exp.variants else "")
+            if of not in exp.variants:
+                raise LadrError(f"--of {of!r}: the experiment's variants are {', '.join(exp.variants) or 'none'}")
+            source = exp.traces(of)
+        elif a.of:
+            raise LadrError("--of names a variant of an experiment folder (one holding experiment.json)")
+        tuning = tune_request_match(source, variants, labels=a.labels, step=a.step)
+        if a.json:
+            scores = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                      for r in tuning.score_rows()]
+            wrong = {n: len([r for r in tuning.table_rows(n) if r["correct"] is False]) for n in tuning.variants}
+            print(json.dumps({"outputs": len(tuning.outputs), "labels": len(tuning.labels), "scores": scores,
+                              "wrong": wrong}, default=str))
+            return 0
+        print(tuning.to_text())
+        if a.wrong:
+            rows = [r for r in tuning.table_rows(a.wrong) if r["correct"] is False]
+            print(f"\n{len(rows)} labelled output(s) {a.wrong} judges against their label:")
+            for r in rows:
+                text = " ".join(str(r["output"]).split())
+                print(f"  {r['row']} {r['step']}/{r['node']} r{r['round']}: {r['verdict']} (labelled {r['label']})"
+                      f"  {text[:100] + ('…' if len(text) > 100 else '')}")
+        return 0
+    except (LadrError, KeyError) as exc:
+        return _json_errors(a, exc if isinstance(exc, LadrError) else LadrError(str(exc).strip("'\"")))
+
+
 def add_parser(sub) -> None:
     """Register `trace` and its subcommands."""
     t = sub.add_parser("trace", help="re-judge, diff or inspect recorded runs without calling the model")
@@ -128,6 +183,18 @@ def add_parser(sub) -> None:
     p.add_argument("--diff", action="store_true", help="what changed since round R-1, section by section")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(fn=cmd_prompt)
+    u = tsub.add_parser("tune", help="score requestMatch variants on every recorded retrieve output (no model): "
+                                     "precision and recall of request detection on labelled outputs")
+    u.add_argument("source", nargs="+", help="an eval or experiment --out folder, a folder of traces, or trace files")
+    u.add_argument("--of", metavar="VARIANT", help="in an experiment folder, whose cells' outputs (default: the first "
+                                                   "variant's)")
+    u.add_argument("--variant", action="append", default=[], required=True, metavar="NAME=FILE",
+                   help="a requestMatch schema (.json or .yaml) or an edited ladder; repeat for each variant")
+    u.add_argument("--labels", metavar="FILE.csv", help="labels: row, step, round[, node], label (request|answer)")
+    u.add_argument("--step", metavar="ID", help="only this retrieve step's rounds")
+    u.add_argument("--wrong", metavar="NAME", help="also list the labelled outputs variant NAME gets wrong")
+    u.add_argument("--json", action="store_true", help="print the scores as JSON")
+    u.set_defaults(fn=cmd_tune)
     o = tsub.add_parser("otel", help="export a saved trace as OpenTelemetry spans (OTLP/HTTP; the otel extra)")
     o.add_argument("trace")
     o.add_argument("--endpoint", metavar="URL", help="the OTLP/HTTP base URL (default: OTEL_EXPORTER_OTLP_ENDPOINT, "
