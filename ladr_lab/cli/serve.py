@@ -117,14 +117,24 @@ def cmd_serve(a) -> int:
         return 0
     assert address is not None
     host, port = address
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
-    if host in ("0.0.0.0", "::") and not a.allow_host:
-        print("ladr-lab serve: note: only requests whose Host is 127.0.0.1, localhost or [::1] are answered; "
-              "add --allow-host NAME for the names clients use", file=sys.stderr)
+    _say_exposure(host, token, a.allow_host)
     server = HttpServer(dispatcher, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                         limits=limits, workers=a.workers)
-    print(f"ladr-lab serve: listening on {server.url}", file=sys.stderr, flush=True)
+    return _serve_until_stopped(server, "listening")
+
+
+def _say_exposure(host: str, token: str | None, allow_host) -> None:
+    """Warn when serving beyond this machine without a token, and say which Host names a wildcard bind answers."""
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
+    if host in ("0.0.0.0", "::") and not allow_host:
+        print("ladr-lab serve: note: only requests whose Host is 127.0.0.1, localhost or [::1] are answered; "
+              "add --allow-host NAME for the names clients use", file=sys.stderr)
+
+
+def _serve_until_stopped(server, what: str) -> int:
+    """Say where the server listens, serve until Ctrl-C or SIGTERM, and shut it down."""
+    print(f"ladr-lab serve: {what} on {server.url}", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -152,22 +162,11 @@ def _serve_mcp(a, engine, store, address, token) -> int:
         serve_mcp_stdio(server)
         return 0
     host, port = address
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        print("ladr-lab serve: warning: serving beyond this machine without --token", file=sys.stderr)
-    if host in ("0.0.0.0", "::") and not a.allow_host:
-        print("ladr-lab serve: note: only requests whose Host is 127.0.0.1, localhost or [::1] are answered; "
-              "add --allow-host NAME for the names clients use", file=sys.stderr)
+    _say_exposure(host, token, a.allow_host)
     http = McpHttpServer(server, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                          max_request_bytes=a.max_request_bytes, keepalive_timeout=a.keepalive_timeout,
                          max_connections=a.max_connections)
-    print(f"ladr-lab serve: MCP listening on {http.url}", file=sys.stderr, flush=True)
-    try:
-        http.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        http.shutdown()
-    return 0
+    return _serve_until_stopped(http, "MCP listening")
 
 
 def add_parser(sub) -> None:

@@ -92,7 +92,59 @@ def _server_class() -> type:
     return _Server
 
 
-class HttpServer:
+class Serving:
+    """A uvicorn server on its own listening socket, served in this thread (`serve_forever`) or a background one
+    (`start`, or `with`), then `shutdown()`: what the JSON-RPC and the MCP HTTP servers share."""
+
+    path = "/"
+    thread_name = "ladr-serve-http"
+
+    def _serve_on(self, server: Any, sock: socket.socket) -> None:
+        self._server = server
+        self._sock = sock
+        self._thread: threading.Thread | None = None
+        self._address = sock.getsockname()[:2]
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """(host, port) actually bound."""
+        host, port = self._address
+        return str(host), int(port)
+
+    @property
+    def url(self) -> str:
+        """The server's URL (its base, or the endpoint it serves)."""
+        host, port = self.address
+        return f"http://[{host}]:{port}{self.path}" if ":" in host else f"http://{host}:{port}{self.path}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until `shutdown()` (or, in the main thread, SIGINT/SIGTERM)."""
+        try:
+            self._server.run(sockets=[self._sock])
+        finally:
+            self._sock.close()
+
+    def start(self):
+        """Serve in a background thread; returns self (the socket already listens: clients may connect)."""
+        self._thread = threading.Thread(target=self.serve_forever, name=self.thread_name, daemon=True)
+        self._thread.start()
+        return self
+
+    def shutdown(self) -> None:
+        """Stop serving, close the socket and every connection."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+
+class HttpServer(Serving):
     """A bounded HTTP server for a Dispatcher (uvicorn under `RpcApp`); `start()` in a thread or `serve_forever()`."""
 
     def __init__(self, dispatcher: Dispatcher, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
@@ -115,48 +167,12 @@ class HttpServer:
             server_header=False, headers=[("server", "ladr-lab-serve")],
             # limits.py closes idle keep-alive connections on time; uvicorn's own (whole-second) timer is a backstop
             timeout_keep_alive=math.ceil(self.limits.keepalive_timeout), timeout_graceful_shutdown=2, backlog=backlog)
-        self._server = _server_class()(config)
-        self._thread: threading.Thread | None = None
-        self._address = self._sock.getsockname()[:2]
-
-    @property
-    def address(self) -> tuple[str, int]:
-        """(host, port) actually bound."""
-        host, port = self._address
-        return str(host), int(port)
-
-    @property
-    def url(self) -> str:
-        """The base URL of the server."""
-        host, port = self.address
-        return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until `shutdown()` (or, in the main thread, SIGINT/SIGTERM)."""
-        try:
-            self._server.run(sockets=[self._sock])
-        finally:
-            self._sock.close()
-
-    def start(self) -> HttpServer:
-        """Serve in a background thread; returns self (the socket already listens: clients may connect)."""
-        self._thread = threading.Thread(target=self.serve_forever, name="ladr-serve-http", daemon=True)
-        self._thread.start()
-        return self
+        self._serve_on(_server_class()(config), self._sock)
 
     def shutdown(self) -> None:
         """Stop serving, close the socket and every connection, and let the worker threads go."""
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._sock.close()
+        super().shutdown()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def __enter__(self) -> HttpServer:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.shutdown()
 
 
 def accept_backlog(max_connections: int) -> int:

@@ -13,14 +13,13 @@ The SDK is imported only inside this module's functions (`import ladr_lab` never
 from __future__ import annotations
 
 import base64
-import threading
 from typing import Any
 
 from ..search.errors import SearchError
 from ..search.pipeline import SearchEngine
 from ..search.request import PARAMS_SCHEMA
 from .asgi import _token_matches
-from .http import LOOPBACK_HOSTS, Admission, _listen, accept_backlog
+from .http import LOOPBACK_HOSTS, Admission, Serving, _listen, _server_class, accept_backlog
 from .protocol import INTERNAL_ERROR, MAX_REQUEST_BYTES, code_of, to_json
 from .resources import ResourceMissing, ResourceRefused, SlateResources
 
@@ -163,8 +162,11 @@ async def _refuse(send: Any, status: int, message: str, extra: list | None = Non
     await send({"type": "http.response.body", "body": body})
 
 
-class McpHttpServer:
+class McpHttpServer(Serving):
     """MCP over streamable HTTP at `/mcp` (uvicorn), bound to 127.0.0.1 unless told otherwise."""
+
+    path = MCP_PATH
+    thread_name = "ladr-serve-mcp"
 
     def __init__(self, server: Any, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                  allow_hosts: tuple[str, ...] | list[str] = (), allow_origins: tuple[str, ...] | list[str] = (),
@@ -188,32 +190,6 @@ class McpHttpServer:
                                 log_level="error", access_log=False, server_header=False,
                                 headers=[("server", "ladr-lab-serve")], limit_concurrency=max_connections,
                                 timeout_keep_alive=math.ceil(keepalive_timeout), timeout_graceful_shutdown=2)
-        self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
-        self._address = self._sock.getsockname()[:2]
+        # the JSON-RPC server's uvicorn subclass: connections still open past the grace period are closed
+        self._serve_on(_server_class()(config), self._sock)
 
-    @property
-    def url(self) -> str:
-        """The MCP endpoint's URL."""
-        host, port = str(self._address[0]), int(self._address[1])
-        return f"http://[{host}]:{port}{MCP_PATH}" if ":" in host else f"http://{host}:{port}{MCP_PATH}"
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until `shutdown()` (or, in the main thread, SIGINT/SIGTERM)."""
-        try:
-            self._server.run(sockets=[self._sock])
-        finally:
-            self._sock.close()
-
-    def start(self) -> McpHttpServer:
-        """Serve in a background thread; returns self (the socket already listens)."""
-        self._thread = threading.Thread(target=self.serve_forever, name="ladr-serve-mcp", daemon=True)
-        self._thread.start()
-        return self
-
-    def shutdown(self) -> None:
-        """Stop serving and close the socket."""
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._sock.close()
