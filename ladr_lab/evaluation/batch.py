@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import LadrError
 from ..trace import Trace
-from .cells import CellSpec, run_cell, safe_name
+from .cells import CellSpec, run_cell, run_pool, safe_name
 from .inputs import check_input_columns, input_columns, most_common_error
 
 RESULTS = "results.jsonl"
@@ -298,22 +297,17 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     from tqdm.auto import tqdm
     bar = tqdm(total=len(rows), initial=len(finished), desc=f"eval {lad.name}", unit="row", disable=not progress)
     interrupted = False
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ladr-eval")
-    pending = {pool.submit(run_row, *t) for t in todo}
+
+    def done_row(row: dict) -> None:
+        finished.append(row)
+        bar.update(1)
     try:
-        while pending:
-            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                finished.append(fut.result())
-                bar.update(1)
+        # Ctrl-C (or a model raising it): no new row starts; rows in flight finish and record themselves
+        run_pool(run_row, todo, concurrency=concurrency, on_result=done_row, name="ladr-eval")
     except BaseException:
-        # Ctrl-C (or a model raising it): start no new row; rows in flight finish and are recorded
         interrupted = True
-        for fut in pending:
-            fut.cancel()
         raise
     finally:
-        pool.shutdown(wait=not interrupted, cancel_futures=True)
         bar.close()
         ev = Evaluation(out, sorted(finished, key=lambda r: r["pos"]), interrupted)
         if not interrupted:

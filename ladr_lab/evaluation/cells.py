@@ -21,7 +21,7 @@ from ..config.model import Ladder
 from ..errors import LadrError
 from ..trace import Gate, LlmCall, Trace, Write
 
-__all__ = ["CellSpec", "UNSETTLED", "run_cell", "safe_name"]
+__all__ = ["CellSpec", "UNSETTLED", "run_cell", "run_pool", "safe_name"]
 
 UNSETTLED = "unsettled"
 
@@ -140,3 +140,26 @@ def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> dict[str, Any]:
     row.update(seconds=round(time.perf_counter() - t0, 3), trace=spec.trace, fingerprint=spec.fingerprint,
                pos=spec.pos)
     return row
+
+
+def run_pool(fn, jobs, *, concurrency: int, on_result, name: str) -> None:
+    """Run `fn(*job)` for every job on `concurrency` threads, calling `on_result(result)` in this thread as each
+    finishes. On Ctrl-C (or any exception) no new job starts, the pool is left without waiting, and it re-raises:
+    a job in flight records itself or not, as `fn` does."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name)
+    pending = {pool.submit(fn, *job) for job in jobs}
+    interrupted = False
+    try:
+        while pending:
+            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                on_result(fut.result())
+    except BaseException:
+        interrupted = True
+        for fut in pending:
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=True)

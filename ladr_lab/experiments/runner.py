@@ -14,14 +14,13 @@ every variant with the model. The `source` column says which of these made each 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import LadrError
 from ..evaluation.batch import Recorder, fingerprint, load_inputs
-from ..evaluation.cells import UNSETTLED, CellSpec, safe_name
+from ..evaluation.cells import UNSETTLED, CellSpec, run_pool, safe_name
 from ..evaluation.inputs import check_input_columns, input_columns
 from .asserts import Assertion, load_asserts
 from .cell import CellTask, asserts_fingerprint, check_row, execute
@@ -72,26 +71,6 @@ def _merge(common: tuple[Assertion, ...], own: tuple[Assertion, ...]) -> tuple[A
         elif same != a:
             out.append(replace(a, name=f"{a.name} (row)"))
     return tuple(out)
-
-
-def _run_local(tasks: list[CellTask], ladders: Mapping[str, Any], *, concurrency: int, limiter,
-               on_result: Callable[[dict], None]) -> None:
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="ladr-exp")
-    pending = {pool.submit(execute, t, ladders[t.variant], limiter=limiter) for t in tasks}
-    interrupted = False
-    try:
-        while pending:
-            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in ready:
-                on_result(fut.result())
-    except BaseException:
-        # Ctrl-C: start no new cell and return at once; cells in flight are not recorded (a resume runs them)
-        interrupted = True
-        for fut in pending:
-            fut.cancel()
-        raise
-    finally:
-        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, out: str | Path | None = None,
@@ -284,7 +263,9 @@ def _dispatch(tasks, ladders, backend, ray_address, concurrency, limiter, record
         from .ray_backend import run_on_ray
         run_on_ray(tasks, ladders, address=ray_address, workers=concurrency, rate_limit=limiter, on_result=record)
     else:
-        _run_local(tasks, ladders, concurrency=concurrency, limiter=limiter, on_result=record)
+        # Ctrl-C: no new cell starts; cells in flight are not recorded (a resume runs them)
+        run_pool(lambda t: execute(t, ladders[t.variant], limiter=limiter), [(t,) for t in tasks],
+                 concurrency=concurrency, on_result=record, name="ladr-exp")
 
 
 def _spec(v: Variant, out: Path, rid: str, pos: int, fields: dict, model, model_options, slates, isolate: bool,
