@@ -22,6 +22,22 @@ LADDER = ROOT / "examples" / "verify_then_persist.yaml"
 SCRIPT = ROOT / "examples" / "scripts" / "verify_then_persist.yaml"
 REQUIRED = os.environ.get("LADR_REQUIRE_OTEL") == "1"
 
+# (span name, parent name, OpenInference kind) of the scripted verify_then_persist run, in both the in-memory
+# test and the Phoenix round trip
+SPAN_TREE = (
+    ("run verify-then-persist", None, "CHAIN"),
+    ("step verify_and_store", "run verify-then-persist", "CHAIN"),
+    ("node verify_and_store/1", "step verify_and_store", "CHAIN"),
+    ("round 1", "node verify_and_store/1", "LLM"),
+    ("fetch", "round 1", "RETRIEVER"),
+    ("round 2", "node verify_and_store/1", "LLM"),
+    ("gate jsonMatches", "node verify_and_store/1", "GUARDRAIL"),
+    ("write Memory/trace/verified.md", "node verify_and_store/1", "CHAIN"),
+    ("step present", "run verify-then-persist", "CHAIN"),
+    ("node present/1", "step present", "CHAIN"),
+    ("round 1", "node present/1", "LLM"),
+)
+
 
 def need(module: str, why: str):
     """Import `module`, or skip saying why (fail instead under LADR_REQUIRE_OTEL=1, as CI sets)."""

@@ -12,6 +12,7 @@ import pytest
 
 from ladr_lab.errors import LadrError
 from ladr_lab.trace import load_trace
+from tests.otel.conftest import SPAN_TREE
 
 
 def _tree(spans) -> list[tuple[str, str | None, str]]:
@@ -24,19 +25,7 @@ def _tree(spans) -> list[tuple[str, str | None, str]]:
     return out
 
 
-EXPECTED = {
-    ("run verify-then-persist", None, "CHAIN"),
-    ("step verify_and_store", "run verify-then-persist", "CHAIN"),
-    ("node verify_and_store/1", "step verify_and_store", "CHAIN"),
-    ("round 1", "node verify_and_store/1", "LLM"),
-    ("fetch", "round 1", "RETRIEVER"),
-    ("round 2", "node verify_and_store/1", "LLM"),
-    ("gate jsonMatches", "node verify_and_store/1", "GUARDRAIL"),
-    ("write Memory/trace/verified.md", "node verify_and_store/1", "CHAIN"),
-    ("step present", "run verify-then-persist", "CHAIN"),
-    ("node present/1", "step present", "CHAIN"),
-    ("round 1", "node present/1", "LLM"),
-}
+EXPECTED = set(SPAN_TREE)
 
 
 def _memory_exporter():
