@@ -45,8 +45,7 @@ from .errors import (
     SourceResolutionError,
     TraceError,
 )
-from .evaluation import Evaluation, evaluate, load_evaluation
-from .experiments import Experiment, experiment, load_experiment
+from .experiments import Evaluation, Experiment, evaluate, experiment, load_evaluation, load_experiment
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (
     CallInfo,

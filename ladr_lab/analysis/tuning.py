@@ -11,7 +11,6 @@ still detect).
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -71,25 +70,15 @@ class Judged:
 # ---- reading the source -------------------------------------------------------------------------------------
 
 def _folder_traces(folder: Path) -> list[tuple[str, Any]]:
-    results = folder / "results.jsonl"          # an evaluation's folder: its rows in input order
-    if results.is_file():
-        latest: dict[str, dict] = {}
-        for line in results.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:      # a line cut by a kill: that row is not finished
-                continue
-            if isinstance(rec, dict) and "row" in rec and rec.get("trace"):
-                latest[str(rec["row"])] = rec
-        rows = sorted(latest.values(), key=lambda r: r.get("pos", 0))
-        return [(str(r["row"]), folder / r["trace"]) for r in rows if (folder / r["trace"]).is_file()]
     files = sorted((folder / "traces").glob("*.jsonl")) or sorted(folder.glob("*.jsonl"))
     return [(p.stem, p) for p in files]
 
 
 def iter_sources(source: Any) -> list[tuple[str, Trace]]:
-    """(row id, Trace) of a source: anything with `.traces()` (an Evaluation), an evaluation's output folder or
-    a folder of traces, a trace file, a Trace or a Run, or a list of those or of (row id, one of those)."""
+    """(row id, Trace) of a source: anything with `.traces()` (an Evaluation, an Experiment), a folder of traces
+    (`traces/*.jsonl` or `*.jsonl`, by file name: an evaluation's or experiment's folder is read by
+    `experiments.load_results`, which gives its rows in input order), a trace file, a Trace or a Run, or a list of
+    those or of (row id, one of those)."""
     pairs: list[tuple[str, Any]]
     if hasattr(source, "traces") and callable(source.traces):
         pairs = [(str(r), t) for r, t in source.traces()]
@@ -98,7 +87,8 @@ def iter_sources(source: Any) -> list[tuple[str, Trace]]:
         if path.is_dir():
             pairs = _folder_traces(path)
             if not pairs:
-                raise LadrError(f"{path} holds no traces (traces/*.jsonl, or an evaluation's results.jsonl)")
+                raise LadrError(f"{path} holds no traces (traces/*.jsonl or *.jsonl; for an experiment's folder, "
+                                "pass ladr_lab.load_experiment(folder))")
         elif path.is_file():
             pairs = [(path.stem, path)]
         else:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import LadrError
+from ..experiments.folder import RESULTS, TABLE
 from ._common import USAGE_ERROR, _json_errors, _kv
 from .model_args import add_model_options, model_options
 from .run import _positive
@@ -26,7 +27,7 @@ def _is_experiment(a) -> bool:
     if len(a.ladder) > 1 or a.knob_set or a.assertion or a.ray is not None or a.rate_limit or a.grader \
             or a.share_slates:
         return True
-    from ..evaluation.batch import load_inputs
+    from ..experiments.inputs import load_inputs
     from ..experiments.runner import RESERVED
     try:
         return any(k in fields for _, fields in load_inputs(a.inputs) for k in RESERVED)
@@ -93,7 +94,7 @@ def cmd_experiment(a) -> int:
                    for s in exp.summary_rows()]
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
                           "summary": summary, "notes": exp.notes, "out": str(exp.out),
-                          "results": str(exp.out / "results.csv")}, default=str))
+                          "results": str(exp.out / TABLE)}, default=str))
     else:
         print(exp.format())
     return 0 if set(counts) <= {"completed"} and not failed else 1
@@ -101,7 +102,7 @@ def cmd_experiment(a) -> int:
 
 def cmd_eval(a) -> int:
     """Evaluate a ladder over an inputs file; exit 0 when every row completed, 1 otherwise, 130 if interrupted."""
-    from ..evaluation import evaluate
+    from ..experiments import evaluate
     if _is_experiment(a):
         return cmd_experiment(a)
     a.ladder = a.ladder[0]
@@ -115,7 +116,7 @@ def cmd_eval(a) -> int:
     counts = ev.counts()
     if a.json:
         print(json.dumps({"rows": len(ev.rows), "counts": counts, "out": str(ev.out),
-                          "results": str(ev.out / "results.csv")}))
+                          "results": str(ev.out / TABLE)}))
     else:
         print(ev.format())
     return 0 if set(counts) <= {"completed"} else 1
@@ -130,7 +131,7 @@ def add_parser(sub) -> None:
     p.add_argument("--inputs", required=True, metavar="FILE",
                    help="a .csv or .jsonl file: column id names the row, context (or input) sets input.context, "
                         "any other column input.NAME")
-    p.add_argument("--out", required=True, metavar="DIR", help="traces/, results.jsonl and results.csv go here")
+    p.add_argument("--out", required=True, metavar="DIR", help=f"traces/, {RESULTS} and {TABLE} go here")
     p.add_argument("--model", help="offline (default), script:PATH, local[:NAME], or a litellm model name")
     p.add_argument("--concurrency", type=_positive, default=4, metavar="N", help="rows run at once (default 4)")
     p.add_argument("--knob", action="append", default=[], metavar="K=V")

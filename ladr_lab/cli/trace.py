@@ -21,14 +21,15 @@ def cmd_rejudge(a) -> int:
 
 def _rejudge(a) -> int:
     from ..analysis.rejudge import Edits, format_rows, rejudge_rows
-    from ..evaluation import load_evaluation
+    from ..experiments import load_evaluation
+    from ..experiments.folder import RESULTS
     edits = Edits(a.ladder)
     slates = _kv(a.slate, "--slate") or None
     target = Path(a.trace)
     if target.is_dir():
         ev = load_evaluation(target)
         if not ev.rows:
-            return _fail(a, f"{target} holds no evaluation results (results.jsonl)", 1)
+            return _fail(a, f"{target} holds no evaluation results ({RESULTS})", 1)
         rows = ev.rejudge_rows(edits, step=a.step, slates=slates)
         flipping = [r for r in rows if r["flips"]]
         if a.json:
@@ -127,15 +128,20 @@ def cmd_tune(a) -> int:
     try:
         variants = dict(_tune_variant(v) for v in a.variant)
         source: object = [Path(t) for t in a.source] if len(a.source) > 1 else Path(a.source[0])
-        if isinstance(source, Path) and (source / "experiment.json").is_file():
-            from ..experiments import load_experiment
-            exp = load_experiment(source)      # one variant's cells: the others re-ran or re-judged the same rows
+        from ..experiments import Evaluation
+        from ..experiments.folder import MANIFEST
+        from ..experiments.results import is_results_folder, load_results
+        batch = load_results(source) if isinstance(source, Path) and is_results_folder(source) else None
+        if batch is not None and not isinstance(batch, Evaluation):
+            exp = batch                         # one variant's cells: the others re-ran or re-judged the same rows
             of = a.of or (exp.variants[0] if exp.variants else "")
             if of not in exp.variants:
                 raise LadrError(f"--of {of!r}: the experiment's variants are {', '.join(exp.variants) or 'none'}")
             source = exp.traces(of)
         elif a.of:
-            raise LadrError("--of names a variant of an experiment folder (one holding experiment.json)")
+            raise LadrError(f"--of names a variant of an experiment folder (one holding {MANIFEST})")
+        elif batch is not None:
+            source = batch                      # an evaluation's rows, in input order
         tuning = tune_request_match(source, variants, labels=a.labels, step=a.step)
         if a.json:
             scores = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}

@@ -1,11 +1,14 @@
-"""Experiments: ladder variants × input rows, one trace per cell, assertions and scores per cell, a summary per
-variant, variants that differ only in judging re-judged from recorded runs, and Ray to scale out. Like
-`evaluation` (whose cell runner it shares), it calls the model; `analysis.tune_request_match` asks the same
-recorded runs which `requestMatch` tells requests from answers best, without it."""
+"""Batch runs: a ladder over a table (`evaluate`: one run per input row) and experiments (`experiment`: ladder
+variants × input rows, one trace per cell, assertions and scores per cell, a summary per variant, variants that
+differ only in judging re-judged from recorded runs, and Ray to scale out). An evaluation is the experiment of one
+ladder with no assertions; both call the model, and both keep their results in one folder format (`folder.py`).
+`analysis.tune_request_match` asks the same recorded runs which `requestMatch` tells requests from answers best,
+without the model."""
 from .asserts import Assertion, AssertionResult, load_asserts
-from .results import Experiment, load_experiment
-from .runner import experiment
+from .cells import CellResult, CellSource
+from .results import Evaluation, Experiment, load_evaluation, load_experiment
+from .runner import evaluate, experiment
 from .variants import Variant, load_variants
 
-__all__ = ["Assertion", "AssertionResult", "Experiment", "Variant", "experiment", "load_asserts",
-           "load_experiment", "load_variants"]
+__all__ = ["Assertion", "AssertionResult", "CellResult", "CellSource", "Evaluation", "Experiment", "Variant",
+           "evaluate", "experiment", "load_asserts", "load_evaluation", "load_experiment", "load_variants"]

@@ -1,5 +1,5 @@
-"""Cells on Ray (`experiment(..., backend="ray")`): `run_on_ray` runs each cell (`cell.execute`) on a pool of Ray
-actor processes, at most `workers` at once, and hands each finished row to the driver's `on_result` as it finishes.
+"""Cells on Ray (`experiment(..., backend="ray")`): `run_on_ray` runs each cell (`cells.execute`) on a pool of Ray
+actor processes, at most `workers` at once, and hands each finished cell to the driver's `on_result` as it finishes.
 
 Decisions:
 
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadrError
-from .cell import CellTask, asserts_fingerprint, execute
+from .asserts import AssertionResult
+from .cells import CellResult, CellTask, asserts_fingerprint, execute
 
 __all__ = ["LimiterProxy", "error_row", "import_ray", "pool_shape", "run_on_ray", "run_task", "start_limiter",
            "write_trace_if_missing"]
@@ -113,17 +114,17 @@ def _node_id() -> str | None:
 
 
 def run_task(task: CellTask, ladder: Any, limiter: Any = None, driver_node: str | None = None,
-             files: Mapping[str, str] | None = None) -> tuple[dict, str | None]:
-    """Run one cell in a worker: its row, and its trace's text when the worker is not on the driver's node."""
+             files: Mapping[str, str] | None = None) -> tuple[CellResult, str | None]:
+    """Run one cell in a worker: its result, and its trace's text when the worker is not on the driver's node."""
     for path, recorded in (files or {}).items():     # a re-judged cell's recording, where this node lacks it
         write_trace_if_missing(path, recorded)
-    row = execute(task, ladder, limiter=limiter)
+    cell = execute(task, ladder, limiter=limiter)
     text: str | None = None
-    if driver_node is not None and _node_id() != driver_node and row.get("trace"):
-        path = Path(task.spec.out) / row["trace"]
+    if driver_node is not None and _node_id() != driver_node and cell.trace:
+        path = Path(task.spec.out) / cell.trace
         if path.is_file():
             text = path.read_text(encoding="utf-8", errors="backslashreplace")
-    return row, text
+    return cell, text
 
 
 def write_trace_if_missing(path: str | Path, text: str | None) -> bool:
@@ -174,23 +175,15 @@ def _ray_error(exc: BaseException) -> tuple[str, str]:
     return name, f"the Ray task failed: {name}" + (f": {first}" if first else "")
 
 
-def error_row(task: CellTask, exc: BaseException, seconds: float) -> dict:
-    """The row of a cell whose Ray task failed: status error naming the Ray error, its assertions unchecked (one of
-    them may be what failed, so the driver does not run them)."""
-    spec = task.spec
+def error_row(task: CellTask, exc: BaseException, seconds: float) -> CellResult:
+    """The cell whose Ray task failed: status error naming the Ray error, its assertions unchecked (one of them may
+    be what failed, so the driver does not run them)."""
     error_type, message = _ray_error(exc)
-    row: dict[str, Any] = {"row": spec.row}
-    if spec.variant is not None:
-        row["variant"] = spec.variant
-    row.update({f"input.{k}": v for k, v in spec.fields.items()})
-    row.update(status="error", output="", llm_calls=0, tokens_in=0, tokens_out=0, cost=0.0, gates="", writes=0,
-               latency=0.0, error=message, error_type=error_type, error_step=None, seconds=round(seconds, 3),
-               trace=spec.trace, fingerprint=spec.fingerprint, pos=spec.pos, source=task.source)
-    names = [a.name for a in task.asserts]
-    row.update({n: None for n in names})
-    row.update(passed=None, reasons={n: "not checked: the cell's Ray task failed" for n in names},
-               asserts=names, asserts_fp=asserts_fingerprint(task.asserts, task.grader))
-    return row
+    cell = CellResult.failed(task.spec, message, error_type=error_type, source=task.source, seconds=seconds)
+    if task.source is None:        # a plain evaluation row: never checked
+        return cell
+    return cell.with_checks({a.name: AssertionResult(None, "not checked: the cell's Ray task failed")
+                             for a in task.asserts}, asserts_fingerprint(task.asserts, task.grader))
 
 
 class _CellRunner:
@@ -198,7 +191,7 @@ class _CellRunner:
     so the model's libraries (litellm) are imported once per process, not once per cell or per worker."""
 
     def run(self, task: CellTask, ladder: Any, limiter: Any = None, driver_node: str | None = None,
-            files: Mapping[str, str] | None = None) -> tuple[dict, str | None]:
+            files: Mapping[str, str] | None = None) -> tuple[CellResult, str | None]:
         """One cell: `run_task` on one of this process's threads."""
         return run_task(task, ladder, limiter, driver_node, files)
 
@@ -218,9 +211,10 @@ def _cluster_cpus(ray) -> float:
 
 
 def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address: str | None = None,
-               workers: int = 8, rate_limit: Any = None, on_result: Callable[[dict], None]) -> dict[str, Any]:
+               workers: int = 8, rate_limit: Any = None,
+               on_result: Callable[[CellResult], None]) -> dict[str, Any]:
     """Run every task on a pool of Ray actor processes (at most `workers` cells at once), calling
-    `on_result(row)` in the driver as each finishes; returns {"cells": count, "processes", "threads", "limiter":
+    `on_result(cell)` in the driver as each finishes; returns {"cells": count, "processes", "threads", "limiter":
     the shared limiter's stats or None}."""
     if workers < 1:
         raise ValueError("workers must be at least 1")
@@ -270,11 +264,11 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address
                 task, t0, k = in_flight.pop(ref)
                 load[k] -= 1
                 try:
-                    row, text = ray.get(ref)
+                    cell, text = ray.get(ref)
                 except Exception as exc:   # a crashed worker, a cancelled task: this cell's error, not the run's
-                    row, text = error_row(task, exc, time.perf_counter() - t0), None
-                write_trace_if_missing(Path(task.spec.out) / str(row.get("trace", "")), text)
-                on_result(row)
+                    cell, text = error_row(task, exc, time.perf_counter() - t0), None
+                write_trace_if_missing(Path(task.spec.out) / cell.trace, text)
+                on_result(cell)
                 done += 1
             submit()
         if limiter is not None:

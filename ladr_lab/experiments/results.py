@@ -1,24 +1,33 @@
-"""An experiment's results, read from and saved to its output folder: one row per cell (variant × input row),
-a column per assertion, a summary per variant and the differences between variants."""
+"""A batch run's results, read from its output folder (`folder.py`): an `Experiment` — a cell (`CellResult`) per
+variant × input row, a column per assertion, a summary per variant and the differences between variants — and an
+`Evaluation`, the experiment of one ladder with no assertions (`evaluate`), whose table is a row per input.
+
+`rows` is the cells as their results lines (dicts, as the results file holds them); `cells` the typed records.
+"""
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..display import Displayable
 from ..trace import Trace
+from .cells import CellResult
+from .folder import RESULTS, SUMMARY, TABLE, latest_cells, read_manifest
+from .inputs import most_common_error
 
-__all__ = ["COLUMNS", "HIDDEN", "RESULTS", "SUMMARY", "TABLE", "Experiment", "load_experiment"]
+__all__ = ["COLUMNS", "EVALUATION_COLUMNS", "HIDDEN", "Evaluation", "Experiment", "is_results_folder",
+           "load_evaluation", "load_experiment", "load_results"]
 
-RESULTS = "results.jsonl"
-TABLE = "results.csv"
-SUMMARY = "summary.csv"
+# the experiment's table, in its column order (a column per assertion after `passed`, the inputs after those)
 COLUMNS = ("variant", "row", "status", "passed", "output", "llm_calls", "tokens_in", "tokens_out", "cost",
            "latency", "seconds", "source", "gates", "writes", "error", "error_type", "error_step", "trace")
-HIDDEN = ("fingerprint", "pos", "asserts_fp", "asserts", "reasons", "live_calls")
+# the cell's fields the table leaves out: what resuming and the views read
+HIDDEN = tuple(c for c in CellResult.columns() if c not in COLUMNS)
+# an evaluation's table: a row per input (the inputs after `row`)
+EVALUATION_COLUMNS = ("row", "status", "output", "llm_calls", "tokens_in", "tokens_out", "cost", "gates", "writes",
+                      "error", "error_type", "error_step", "latency", "seconds", "trace")
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -31,26 +40,31 @@ def _quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
-@dataclass
 class Experiment(Displayable):
-    """An experiment's cells (one dict each, in input order, variants in their order) and its output folder."""
+    """An experiment's cells (in input order, variants in their order) and its output folder. `rows` (results
+    lines, dicts) or `cells` (CellResult) may be given; both are kept."""
 
-    out: Path
-    rows: list[dict] = field(default_factory=list)
-    variants: list[str] = field(default_factory=list)
-    interrupted: bool = False
-    notes: list[str] = field(default_factory=list)
-    _traces: dict[str, Trace] = field(default_factory=dict, repr=False, compare=False)
+    def __init__(self, out: str | Path, rows: Iterable[CellResult | Mapping[str, Any]] = (),
+                 variants: Iterable[str] = (), interrupted: bool = False, notes: Iterable[str] = ()) -> None:
+        self.out = Path(out)
+        self.cells: list[CellResult] = [CellResult.of(r) for r in rows]
+        self.variants: list[str] = list(variants)
+        self.interrupted = interrupted
+        self.notes: list[str] = list(notes)
+        self._rows: list[dict] | None = None
+        self._traces: dict[tuple[str | None, str], Trace] = {}
+
+    @property
+    def rows(self) -> list[dict]:
+        """The cells as their results lines (one dict each, as the results file holds them)."""
+        if self._rows is None:
+            self._rows = [c.to_dict() for c in self.cells]
+        return self._rows
 
     # ---- tables ------------------------------------------------------------------------------------------
     def assertion_names(self) -> list[str]:
         """Every assertion column, in the order first met."""
-        names: list[str] = []
-        for r in self.rows:
-            for n in r.get("asserts") or ():
-                if n not in names:
-                    names.append(n)
-        return names
+        return list(dict.fromkeys(n for c in self.cells for n in c.asserts))
 
     @property
     def results(self):
@@ -61,10 +75,13 @@ class Experiment(Displayable):
         """The results as a pandas DataFrame (input fields as `input.NAME`), a row per cell."""
         import pandas as pd
         names = self.assertion_names()
-        inputs = sorted({k for r in self.rows for k in r if k.startswith("input.")})
+        inputs = sorted({f"input.{k}" for c in self.cells for k in c.inputs})
         cols = [*COLUMNS[:4], *names, *inputs, *COLUMNS[4:]]
         rows = [{k: v for k, v in r.items() if k not in HIDDEN} for r in self.rows]
         return pd.DataFrame(rows, columns=cols)
+
+    def _variant_names(self) -> list[str]:
+        return self.variants or sorted({str(c.variant) for c in self.cells})
 
     def summary(self):
         """One row per variant: cells, completed, passed, unchecked (cells with assertions none failed but one could not
@@ -79,28 +96,28 @@ class Experiment(Displayable):
         """`summary` as plain dicts."""
         names = self.assertion_names()
         out = []
-        for v in self.variants or sorted({str(r.get("variant")) for r in self.rows}):
-            cells = [r for r in self.rows if r.get("variant") == v]
-            judged = [r for r in cells if r.get("asserts")]       # cells with assertions, checked or not
-            secs = [float(r.get("latency") or 0) for r in cells if r.get("status") != "error"]
+        for v in self._variant_names():
+            cells = [c for c in self.cells if c.variant == v]
+            judged = [c for c in cells if c.asserts]       # cells with assertions, checked or not
+            secs = [float(c.latency or 0) for c in cells if c.status != "error"]
             row: dict[str, Any] = {
                 "variant": v, "cells": len(cells),
-                "completed": sum(r.get("status") == "completed" for r in cells),
-                "errors": sum(r.get("status") == "error" for r in cells),
-                "unsettled": sum(r.get("status") == "unsettled" for r in cells),
-                "passed": sum(r.get("passed") is True for r in cells),
-                "unchecked": sum(r.get("passed") is None for r in judged),
-                "pass_rate": (sum(r.get("passed") is True for r in judged) / len(judged)) if judged else math.nan}
+                "completed": sum(c.status == "completed" for c in cells),
+                "errors": sum(c.status == "error" for c in cells),
+                "unsettled": sum(c.status == "unsettled" for c in cells),
+                "passed": sum(c.passed is True for c in cells),
+                "unchecked": sum(c.passed is None for c in judged),
+                "pass_rate": (sum(c.passed is True for c in judged) / len(judged)) if judged else math.nan}
             for n in names:
-                checked = [r for r in cells if r.get(n) is not None and n in (r.get("asserts") or ())]
-                row[n] = (sum(r[n] is True for r in checked) / len(checked)) if checked else math.nan
+                checked = [c for c in cells if c.check(n) is not None]
+                row[n] = (sum(c.check(n) is True for c in checked) / len(checked)) if checked else math.nan
             row.update({
-                "calls_mean": (sum(int(r.get("llm_calls") or 0) for r in cells) / len(cells)) if cells else math.nan,
-                "tokens_in": sum(int(r.get("tokens_in") or 0) for r in cells),
-                "tokens_out": sum(int(r.get("tokens_out") or 0) for r in cells),
-                "cost": round(sum(float(r.get("cost") or 0) for r in cells), 6),
+                "calls_mean": (sum(int(c.llm_calls or 0) for c in cells) / len(cells)) if cells else math.nan,
+                "tokens_in": sum(int(c.tokens_in or 0) for c in cells),
+                "tokens_out": sum(int(c.tokens_out or 0) for c in cells),
+                "cost": round(sum(float(c.cost or 0) for c in cells), 6),
                 "p50_s": _quantile(secs, 0.5), "p95_s": _quantile(secs, 0.95),
-                "rejudged": sum(not str(r.get("source") or "run").startswith("run") for r in cells)})
+                "rejudged": sum(c.rejudged for c in cells)})
             out.append(row)
         if out:
             first = out[0]["pass_rate"]
@@ -112,14 +129,13 @@ class Experiment(Displayable):
         """The rows where variants `a` and `b` (default: the first two) differ in pass/fail, status or output: a
         DataFrame with both sides and the assertions whose result differs."""
         import pandas as pd
+        a, b = a or self._pair()[0], b or self._pair()[1]
         return pd.DataFrame(self.difference_rows(a, b),
-                            columns=["row", "differs", f"passed.{a or self._pair()[0]}",
-                                     f"passed.{b or self._pair()[1]}", "assertions", f"status.{a or self._pair()[0]}",
-                                     f"status.{b or self._pair()[1]}", f"output.{a or self._pair()[0]}",
-                                     f"output.{b or self._pair()[1]}"])
+                            columns=["row", "differs", f"passed.{a}", f"passed.{b}", "assertions", f"status.{a}",
+                                     f"status.{b}", f"output.{a}", f"output.{b}"])
 
     def _pair(self) -> tuple[str, str]:
-        vs = self.variants or sorted({str(r.get("variant")) for r in self.rows})
+        vs = self._variant_names()
         if len(vs) < 2:
             return (vs[0] if vs else "", vs[0] if vs else "")
         return vs[0], vs[1]
@@ -128,24 +144,23 @@ class Experiment(Displayable):
         """`differences` as plain dicts."""
         a, b = a or self._pair()[0], b or self._pair()[1]
         for name in (a, b):
-            if name not in (self.variants or [str(r.get("variant")) for r in self.rows]):
+            if name not in (self.variants or [str(c.variant) for c in self.cells]):
                 raise KeyError(f"no variant {name!r} (variants: {', '.join(self.variants)})")
-        by = {(r.get("variant"), str(r["row"])): r for r in self.rows}
+        by = {(c.variant, c.row): c for c in self.cells}
         out = []
-        for rid in dict.fromkeys(str(r["row"]) for r in self.rows):
-            ra, rb = by.get((a, rid)), by.get((b, rid))
-            if ra is None or rb is None:
+        for rid in self.row_ids():
+            ca, cb = by.get((a, rid)), by.get((b, rid))
+            if ca is None or cb is None:
                 continue
-            what = [k for k, label in (("passed", "pass/fail"), ("status", "status"), ("output", "output"))
-                    if ra.get(k) != rb.get(k)]
+            what = [key for key, x, y in (("passed", ca.passed, cb.passed), ("status", ca.status, cb.status),
+                                          ("output", ca.output, cb.output)) if x != y]
             if not what:
                 continue
-            names = [n for n in dict.fromkeys([*(ra.get("asserts") or ()), *(rb.get("asserts") or ())])
-                     if ra.get(n) != rb.get(n)]
-            out.append({"row": rid, "differs": ", ".join(what), f"passed.{a}": ra.get("passed"),
-                        f"passed.{b}": rb.get("passed"), "assertions": ", ".join(names),
-                        f"status.{a}": ra.get("status"), f"status.{b}": rb.get("status"),
-                        f"output.{a}": ra.get("output"), f"output.{b}": rb.get("output")})
+            names = [n for n in dict.fromkeys([*ca.asserts, *cb.asserts]) if ca.check(n) != cb.check(n)]
+            out.append({"row": rid, "differs": ", ".join(what), f"passed.{a}": ca.passed,
+                        f"passed.{b}": cb.passed, "assertions": ", ".join(names),
+                        f"status.{a}": ca.status, f"status.{b}": cb.status,
+                        f"output.{a}": ca.output, f"output.{b}": cb.output})
         return out
 
     def save_tables(self) -> None:
@@ -154,55 +169,75 @@ class Experiment(Displayable):
         self.summary().to_csv(self.out / SUMMARY, index=False)
 
     # ---- cells and traces ---------------------------------------------------------------------------------
-    def cell(self, variant: str, row: str) -> dict:
-        """One cell's result row."""
-        for r in self.rows:
-            if r.get("variant") == variant and str(r["row"]) == str(row):
-                return r
-        raise KeyError(f"no cell {variant}/{row} in {self.out}")
+    def _key(self, variant: str | None, row: str | None) -> tuple[str | None, str]:
+        """(variant, row) of `cell(variant, row)` or `cell(row)` (an experiment of one variant, an evaluation)."""
+        if row is not None:
+            return variant, str(row)
+        names = list(dict.fromkeys(c.variant for c in self.cells)) or list(self.variants) or [None]
+        if len(names) > 1:
+            raise KeyError(f"{self.out} has {len(names)} variants: name one (cell(variant, row))")
+        return names[0], str(variant)
 
-    def trace(self, variant: str, row: str) -> Trace:
-        """One cell's trace (read once, then kept)."""
-        key = f"{variant}/{row}"
+    def find(self, variant: str | None, row: str | None = None) -> CellResult:
+        """One cell, typed: `find(variant, row)`, or `find(row)` when there is one variant."""
+        variant, row = self._key(variant, row)
+        for c in self.cells:
+            if c.variant == variant and c.row == row:
+                return c
+        raise KeyError(f"no row {row!r} in {self.out}" if variant is None else f"no cell {variant}/{row} in {self.out}")
+
+    def cell(self, variant: str | None, row: str | None = None) -> dict:
+        """One cell's results line: `cell(variant, row)`, or `cell(row)` when there is one variant."""
+        return self.find(variant, row).to_dict()
+
+    def trace(self, variant: str | None, row: str | None = None) -> Trace:
+        """One cell's trace (read once, then kept: re-judging reads every cell's trace at each edit):
+        `trace(variant, row)`, or `trace(row)` when there is one variant (an evaluation)."""
+        key = self._key(variant, row)
         got = self._traces.get(key)
         if got is None:
-            got = self._traces[key] = Trace.of(self.out / self.cell(variant, row)["trace"])
+            got = self._traces[key] = Trace.of(self.out / self.find(*key).trace)
         return got
 
     def traces(self, variant: str | None = None) -> list[tuple[str, Trace]]:
-        """(cell id, trace) of every cell whose trace exists: ids `variant/row`, or with `variant` that variant's
-        cells only and ids the row ids — the shape schema tuning (`analysis.tune_request_match`) reads."""
-        return [(str(r["row"]) if variant is not None else f"{r.get('variant')}/{r['row']}",
-                 self.trace(str(r.get("variant")), str(r["row"])))
-                for r in self.rows if (variant is None or r.get("variant") == variant)
-                and r.get("trace") and (self.out / r["trace"]).is_file()]
+        """(cell id, trace) of every cell whose trace exists: ids `variant/row` (the row alone in an evaluation),
+        or with `variant` that variant's cells only and ids the row ids — the shape schema tuning
+        (`analysis.tune_request_match`) reads."""
+        return [(c.row if variant is not None or c.variant is None else f"{c.variant}/{c.row}",
+                 self.trace(c.variant, c.row))
+                for c in self.cells if (variant is None or c.variant == variant)
+                and c.trace and (self.out / c.trace).is_file()]
 
     def tune(self, variants, *, variant: str | None = None, labels=None, step: str | None = None):
         """Which `requestMatch` tells requests from answers best over this experiment's recorded outputs, with no
         model call: `analysis.tune_request_match` over one variant's cells (default: the first variant), the rows'
         `labels` input column and `labels=` as its labels."""
         from ..analysis import tune_request_match
-        name = variant or (self.variants[0] if self.variants else None)
-        if name is None:
+        names = self.variants or list(dict.fromkeys(c.variant for c in self.cells))
+        if not names:
             raise KeyError(f"no cells in {self.out}")
-        return tune_request_match(self.traces(name), variants, labels=labels, step=step)
+        name = variant or names[0]
+        return tune_request_match(self.traces(name) if name is not None else self.traces(), variants,
+                                  labels=labels, step=step)
 
     def row_ids(self) -> list[str]:
         """The input rows' ids, in input order (each once, whatever the number of variants)."""
-        return list(dict.fromkeys(str(r["row"]) for r in self.rows))
+        return list(dict.fromkeys(c.row for c in self.cells))
 
     def counts(self) -> dict[str, int]:
         """How many cells ended with each status."""
         out: dict[str, int] = {}
-        for r in self.rows:
-            out[r["status"]] = out.get(r["status"], 0) + 1
+        for c in self.cells:
+            out[c.status] = out.get(c.status, 0) + 1
         return out
+
+    def _counts_text(self) -> str:
+        return ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
 
     # ---- display ------------------------------------------------------------------------------------------
     def __repr__(self) -> str:
-        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
-        return (f"<Experiment: {len(self.variants)} variant(s), {len(self.rows)} cell(s) ({counts or 'none'}) "
-                f"in {self.out}>")
+        return (f"<Experiment: {len(self.variants)} variant(s), {len(self.cells)} cell(s) "
+                f"({self._counts_text() or 'none'}) in {self.out}>")
 
     def format(self) -> str:
         """The summary per variant in a few lines, and the output folder."""
@@ -229,26 +264,108 @@ class Experiment(Displayable):
         return experiment_html(self)
 
 
+class Evaluation(Experiment):
+    """An evaluation's results (`evaluate`): the experiment of one ladder with no assertions, whose cells have no
+    variant — one row per input (status, output, calls, tokens, cost, gate outcomes, writes, error, the trace's
+    path), read from and saved to its output folder."""
+
+    def __init__(self, out: str | Path, rows: Iterable[CellResult | Mapping[str, Any]] = (),
+                 interrupted: bool = False) -> None:
+        super().__init__(out, rows, (), interrupted)
+
+    def to_dataframe(self):
+        """The results as a pandas DataFrame (input fields as `input.NAME` columns), in input order."""
+        import pandas as pd
+        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos")} for r in self.rows]
+        extra = sorted({k for r in rows for k in r if k not in EVALUATION_COLUMNS})
+        return pd.DataFrame(rows, columns=[EVALUATION_COLUMNS[0], *extra, *EVALUATION_COLUMNS[1:]])
+
+    def save_tables(self) -> None:
+        """Write results.csv into the output folder."""
+        self.to_dataframe().to_csv(self.out / TABLE, index=False)
+
+    def rejudge(self, ladder, *, step: str | None = None, slates: dict | None = None):
+        """Re-judge every row's trace against an edited ladder (or `{step_id: schema}`): a pandas DataFrame
+        with one row per evaluation row (how many verdicts flipped, how many outcomes changed, the first
+        flip and its effect); filter `flips > 0` for the rows that would flip."""
+        import pandas as pd
+        return pd.DataFrame(self.rejudge_rows(ladder, step=step, slates=slates),
+                            columns=["row", "status", "verdicts", "flips", "changed", "first_flip", "effect", "steps"])
+
+    def rejudge_rows(self, ladder, *, step: str | None = None, slates: dict | None = None) -> list[dict]:
+        """`rejudge` as plain dicts."""
+        from ..analysis.rejudge import Edits, rejudge_rows
+        edits = ladder if isinstance(ladder, Edits) else Edits(ladder)
+        out = []
+        for c in self.cells:
+            if not (self.out / c.trace).is_file():
+                out.append({"row": c.row, "status": c.status, "verdicts": 0, "flips": 0, "changed": 0,
+                            "first_flip": "(no trace)", "effect": "", "steps": ""})
+                continue
+            rows = rejudge_rows(self.trace(c.variant, c.row), edits, step=step, slates=slates)
+            flips = [x for x in rows if x["flipped"]]
+            first = flips[0] if flips else None
+            out.append({"row": c.row, "status": c.status, "verdicts": len(rows), "flips": len(flips),
+                        "changed": sum(x["changed"] for x in rows),
+                        "first_flip": "" if first is None else
+                        f"{first['step']}/{first['node']}" + (f" r{first['round']}" if first["round"] else "")
+                        + f" {first['test']} {first['old']}→{first['new']}"
+                        + (f" ({first['keyword']} at {first['schema_path'] or '/'})" if first["keyword"] else ""),
+                        "effect": "" if first is None else first["effect"],
+                        "steps": ", ".join(sorted({x["step"] for x in flips}))})
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Evaluation: {len(self.cells)} row(s) ({self._counts_text() or 'none'}) in {self.out}>"
+
+    def to_html(self) -> str:
+        """Counts by status and the results table as a static HTML view."""
+        from .html import evaluation_html
+        return evaluation_html(self)
+
+    def format(self) -> str:
+        """A one-line summary per status, and the output folder."""
+        failed = sum(c.status != "completed" for c in self.cells)
+        common = most_common_error(self.cells)
+        error = "" if common is None else \
+            f"\n{failed} of {len(self.cells)} rows failed; most common error ({common[1]}×): {common[0]}"
+        return (f"{len(self.cells)} row(s): {self._counts_text() or 'none'}"
+                + (" (interrupted)" if self.interrupted else "")
+                + error + f"\nresults: {self.out / TABLE}\ntraces:  {self.out / 'traces'}")
+
+
 def load_experiment(out: str | Path) -> Experiment:
     """An experiment read back from its output folder (the last result of each cell)."""
-    from ..evaluation.batch import read_results
     out = Path(out)
-    latest = {(rec.get("variant"), str(rec["row"])): rec for rec in read_results(out / RESULTS)}
-    variants: list[str] = []
-    row_ids: list[str] | None = None
-    notes: list[str] = []
-    manifest = out / "experiment.json"
-    if manifest.is_file():
-        try:
-            doc = json.loads(manifest.read_text(encoding="utf-8"))
-            variants = [v["name"] for v in doc["variants"]]
-            row_ids = [str(r) for r in doc["rows"]] if isinstance(doc.get("rows"), list) else None
-            notes = [str(n) for n in doc.get("notes") or ()]
-        except (ValueError, KeyError, TypeError):
-            variants = []
+    latest = latest_cells(out)
+    manifest = read_manifest(out)
+    variants = manifest.variants if manifest else []
+    row_ids = manifest.rows if manifest else None
     # cells of variants or rows the experiment no longer has (an earlier run into the same folder) are not its own
-    cells = [r for r in latest.values() if (not variants or str(r.get("variant")) in variants)
-             and (row_ids is None or str(r["row"]) in row_ids)]
+    cells = [c for c in latest if (not variants or str(c.variant) in variants)
+             and (row_ids is None or c.row in row_ids)]
     order = {v: i for i, v in enumerate(variants)}
-    rows = sorted(cells, key=lambda r: (r.get("pos", 0), order.get(str(r.get("variant")), len(order))))
-    return Experiment(out, rows, variants or list(dict.fromkeys(str(r.get("variant")) for r in rows)), notes=notes)
+    cells.sort(key=lambda c: (c.pos or 0, order.get(str(c.variant), len(order))))
+    return Experiment(out, cells, variants or list(dict.fromkeys(str(c.variant) for c in cells)),
+                      notes=manifest.notes if manifest else ())
+
+
+def load_evaluation(out: str | Path) -> Evaluation:
+    """An evaluation read back from its output folder (the last result of each row)."""
+    return Evaluation(out, sorted(latest_cells(out, by_variant=False), key=lambda c: c.pos or 0))
+
+
+def is_results_folder(out: str | Path) -> bool:
+    """Whether `out` is a batch run's folder (it holds results).
+
+    A folder of plain trace files is not."""
+    return (Path(out) / RESULTS).is_file()
+
+
+def load_results(out: str | Path) -> Experiment:
+    """A batch run's folder read back as what wrote it: an Experiment when it has a manifest or its cells have
+    variants, an Evaluation otherwise."""
+    cells = latest_cells(out)
+    if read_manifest(out) is None and cells and all(c.variant is None for c in cells):
+        return load_evaluation(out)
+    return load_experiment(out)

@@ -1,8 +1,9 @@
-"""`experiment()`: every variant on every input row, one trace per cell, assertions checked per cell, resumable.
+"""`experiment()`: every variant on every input row, one trace per cell, assertions checked per cell, resumable;
+and `evaluate()`, the experiment of one ladder with no assertions, whose folder has a row per input.
 
-The output folder holds `experiment.json` (the variants, their bases and the assertions), `<variant>/traces/
-<row>.jsonl` (one trace per cell run or replayed), `results.jsonl` (one line per finished cell, appended as
-cells finish: what a resumed experiment reads), `results.csv` and `summary.csv` (written at the end).
+Both drive the same loop (`_Batch`): the folder (its format is `folder.py`'s: a manifest, a trace per cell, the
+results file appended as cells finish — what a resumed run reads —, and the tables written at the end), the finished cells of an earlier run kept when their
+fingerprint is unchanged, a progress bar, and the cells handed to a backend (`local_backend.py`, `ray_backend.py`).
 
 Cells run in two waves. First every variant that runs the model (on the local thread pool, or as Ray tasks
 with `backend="ray"`); then every re-judged variant (`variants.py`): a cell whose row flips no verdict under
@@ -18,16 +19,26 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..analysis.positions import as_ladder  # TODO Ladder.of
+from ..config.model import Ladder
 from ..errors import LadrError
-from ..evaluation.batch import Recorder, fingerprint, load_inputs
-from ..evaluation.cells import UNSETTLED, CellSpec, run_pool, safe_name
-from ..evaluation.inputs import check_input_columns, input_columns
 from .asserts import Assertion, load_asserts
-from .cell import CellTask, asserts_fingerprint, check_row, execute
-from .results import RESULTS, Experiment, load_experiment
+from .cells import (
+    UNSETTLED,
+    CellResult,
+    CellSource,
+    CellSpec,
+    CellTask,
+    asserts_fingerprint,
+    check_cell,
+    fingerprint,
+)
+from .folder import RESULTS, Recorder, latest_cells, slates_path, trace_path, write_manifest
+from .inputs import check_input_columns, input_columns, load_inputs
+from .results import COLUMNS, HIDDEN, Evaluation, Experiment
 from .variants import Variant, branch_key, load_variants
 
-__all__ = ["RESERVED", "experiment"]
+__all__ = ["RESERVED", "default_grader", "evaluate", "experiment", "schema_reader"]
 
 # input columns that make `ladr-lab eval` an experiment: assertions (read by the experiment, not the ladder), and
 # labels (kept as the input field `labels`, which schema tuning reads from each cell's trace)
@@ -52,7 +63,6 @@ def _columns_apart(asserts) -> tuple[Assertion, ...]:
     """The assertions, a name that is also a result column (`status`, `output`...) prefixed `assert:`."""
     from dataclasses import replace
 
-    from .results import COLUMNS, HIDDEN
     taken = {*COLUMNS, *HIDDEN, "variant", "row"}
     return tuple(replace(a, name=f"assert:{a.name}") if a.name in taken or a.name.startswith("input.") else a
                  for a in asserts)
@@ -71,6 +81,129 @@ def _merge(common: tuple[Assertion, ...], own: tuple[Assertion, ...]) -> tuple[A
         elif same != a:
             out.append(replace(a, name=f"{a.name} (row)"))
     return tuple(out)
+
+
+class _Batch:
+    """One batch run's bookkeeping: its folder, the cells an earlier run into it finished, the recorder that appends
+    each finished cell to the results file, the cells finished so far and the progress bar."""
+
+    def __init__(self, out: Path, *, resume: bool, by_variant: bool, total: int, desc: str, unit: str,
+                 progress: bool, grader: str | None = None) -> None:
+        from tqdm.auto import tqdm
+        self.out, self.by_variant, self.grader = out, by_variant, grader
+        self.recorder = Recorder(out / RESULTS)
+        if not resume:
+            self.recorder.restart()
+        self.done = {self.key(c.variant, c.row): c for c in latest_cells(out, by_variant=by_variant)}
+        self.finished: list[CellResult] = []
+        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress)
+
+    def key(self, variant: str | None, row: str) -> Any:
+        """How a finished cell is found again: (variant, row), or the row alone in an evaluation."""
+        return (variant, row) if self.by_variant else row
+
+    def finish(self, cell: CellResult) -> None:
+        """Count a cell that is saved."""
+        self.finished.append(cell)
+        self.bar.update(1)
+
+    def record(self, cell: CellResult) -> None:
+        """Save a finished cell, and count it."""
+        self.recorder.add(cell)
+        self.finish(cell)
+
+    def keep(self, task: CellTask) -> bool:
+        """Keep the cell an earlier run finished when its run is the same (its fingerprint); its checks are
+        redone when only the assertions changed."""
+        spec = task.spec
+        prev = self.done.get(self.key(spec.variant, spec.row))
+        if prev is None or prev.fingerprint != spec.fingerprint:
+            return False
+        cell = prev.replace(pos=spec.pos)
+        if task.source is not None and prev.asserts_fp != asserts_fingerprint(task.asserts, task.grader):
+            self.recorder.add(cell := check_cell(cell, task.asserts, self.out, grader=task.grader))
+        self.finish(cell)
+        return True
+
+    def run(self, tasks: list[CellTask], ladders: Mapping[str | None, Ladder], *, backend: str = "local",
+            ray_address: str | None = None, concurrency: int, limiter: Any = None, name: str) -> None:
+        """Run the tasks on the backend; each cell is saved as it finishes."""
+        if not tasks:
+            return
+        if backend == "ray":
+            from .ray_backend import run_on_ray
+            run_on_ray(tasks, ladders, address=ray_address, workers=concurrency, rate_limit=limiter,
+                       on_result=self.record)
+        else:
+            from .local_backend import run_locally
+            # Ctrl-C: no new cell starts; a cell in flight saves itself when it finishes (or a resume runs it)
+            run_locally(tasks, ladders, concurrency=concurrency, limiter=limiter, save=self.recorder.add,
+                        on_result=self.finish, name=name)
+
+
+def _model_name(model, ladder: Ladder) -> str:
+    return str(model if isinstance(model, str) else getattr(model, "name", type(model).__name__)
+               if model is not None else (ladder.model or "offline"))
+
+
+def _check_model_options(model, ladder: Ladder, model_options) -> None:
+    if model_options:      # an option the model does not take is said once, now, not as an error in every cell
+        from ..models import get_model
+        get_model(model if model is not None else ladder.model, base_dir=ladder.base_dir,
+                  options=model_options).close()
+
+
+def _check_slates(ladder: Ladder, slates, who: str = "") -> None:
+    unknown = sorted(set(slates or {}) - {d.title for d in ladder.slates})
+    if unknown:
+        raise LadrError(f"{who}slates names undeclared slate(s): {', '.join(unknown)}")
+
+
+def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrency: int = 4,
+             out: str | Path | None = None, slates: Mapping[str, str | Path] | None = None,
+             knobs: dict | None = None, isolate_slates: bool = False, resume: bool = True, progress: bool = True,
+             max_fetch_chars: int | None = None, max_round_chars: int | None = None,
+             model_options: Mapping[str, Any] | None = None) -> Evaluation:
+    """Run a ladder over many inputs (a DataFrame, a CSV or JSONL file, or a list of mappings), `concurrency`
+    rows at a time, with a progress bar; one trace per row and the results table go to `out` (a new
+    temporary folder by default). Finished rows of an earlier, interrupted evaluation in `out` are not run
+    again (`resume=False` starts afresh); `model_options` go to each row's model (and into the rows' fingerprint).
+    Returns the Evaluation (`.results` is the DataFrame).
+
+    It is the experiment of one ladder with no assertions (`experiment()`'s loop), except that its folder keeps
+    the evaluation's shape: a row per input (no variant column), `traces/<row>.jsonl`, no manifest or summary;
+    and its slates are shared by default (`isolate_slates=True` gives each row its own copy under
+    `slates/<row>/<title>`)."""
+    import tempfile
+
+    from ..config import load_ladder
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    lad = load_ladder(ladder, knobs=knobs) if isinstance(ladder, (str, Path)) and knobs else as_ladder(ladder)
+    rows = load_inputs(inputs)
+    # a column the ladder reads and no row has: said once, naming the columns, instead of an error per row
+    check_input_columns(lad, rows, f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs")
+    _check_slates(lad, slates)
+    _check_model_options(model, lad, model_options)
+    out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-eval-"))
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    batch = _Batch(out, resume=resume, by_variant=False, total=len(rows), desc=f"eval {lad.name}", unit="row",
+                   progress=progress)
+    tasks = [CellTask(_spec(None, lad, knobs, out, rid, pos, fields, model, model_options, slates, isolate_slates,
+                            max_fetch_chars, max_round_chars), None, source=None)
+             for pos, (rid, fields) in enumerate(rows, 1)]
+    interrupted = False
+    try:
+        batch.run([t for t in tasks if not batch.keep(t)], {None: lad}, concurrency=concurrency, name="ladr-eval")
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        batch.bar.close()
+        ev = Evaluation(out, sorted(batch.finished, key=lambda c: c.pos), interrupted)
+        if not interrupted:
+            ev.save_tables()
+    return ev
 
 
 def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, out: str | Path | None = None,
@@ -109,47 +242,20 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     rows = _split_inputs(inputs, where)
     for v in variants:
         check_input_columns(v.ladder, [(r, f) for r, f, _ in rows], where)
-        unknown = sorted(set(slates or {}) - {d.title for d in v.ladder.slates})
-        if unknown:
-            raise LadrError(f"variant {v.name}: slates names undeclared slate(s): {', '.join(unknown)}")
-    if model_options:      # an option the model does not take is said once, now, not as an error in every cell
-        from ..models import get_model
-        lad = variants[0].ladder
-        get_model(model if model is not None else lad.model, base_dir=lad.base_dir, options=model_options).close()
+        _check_slates(v.ladder, slates, f"variant {v.name}: ")
+    _check_model_options(model, variants[0].ladder, model_options)
     limiter = _limiter(rate_limit, backend)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-exp-"))
     out.mkdir(parents=True, exist_ok=True)
-    if not resume and (out / RESULTS).exists():
-        (out / RESULTS).unlink()
-    _write_manifest(out, variants, common, model, grader, [rid for rid, _, _ in rows], notes)
-    done = {(r.get("variant"), r["row"]): r for r in load_experiment(out).rows}
-    recorder = Recorder(out / RESULTS)
-    ladders_by_name = {v.name: v.ladder for v in variants}
-    finished: list[dict] = []
-    total = len(variants) * len(rows)
+    batch = _Batch(out, resume=resume, by_variant=True, total=len(variants) * len(rows),
+                   desc=f"experiment ({len(variants)} variant(s) × {len(rows)} row(s))", unit="cell",
+                   progress=progress)
+    write_manifest(out, variants, common, model, grader, [rid for rid, _, _ in rows], notes)
+    ladders_by_name: dict[str | None, Ladder] = {v.name: v.ladder for v in variants}
 
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, desc=f"experiment ({len(variants)} variant(s) × {len(rows)} row(s))", unit="cell",
-               disable=not progress)
-
-    def record(row: dict) -> None:
-        recorder.add(row)
-        finished.append(row)
-        bar.update(1)
-
-    def keep(prev: dict | None, fp: str, asserts: tuple[Assertion, ...], pos: int) -> bool:
-        """A finished cell from an earlier run is kept when its run is the same; its checks are redone when
-        only the assertions changed."""
-        if prev is None or prev.get("fingerprint") != fp:
-            return False
-        afp = asserts_fingerprint(asserts, grader)
-        row = {**prev, "pos": pos}
-        if prev.get("asserts_fp") != afp:
-            row = {**check_row(row, asserts, out, grader=grader), "asserts_fp": afp}
-            recorder.add(row)
-        finished.append(row)
-        bar.update(1)
-        return True
+    def dispatch(tasks: list[CellTask]) -> None:
+        batch.run(tasks, ladders_by_name, backend=backend, ray_address=ray_address, concurrency=concurrency,
+                  limiter=limiter, name="ladr-exp")
 
     interrupted = False
     try:
@@ -159,14 +265,14 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
             if v.rejudged:
                 continue
             for pos, (rid, fields, own) in enumerate(rows, 1):
-                spec = _spec(v, out, rid, pos, fields, model, model_options, slates, isolate_slates,
-                             max_fetch_chars, max_round_chars)
-                cell_asserts = _merge(common, own)
-                if not keep(done.get((v.name, rid)), spec.fingerprint, cell_asserts, pos):
-                    tasks.append(CellTask(spec, v.name, cell_asserts, grader))
-        _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
+                spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates,
+                             isolate_slates, max_fetch_chars, max_round_chars)
+                task = CellTask(spec, v.name, _merge(common, own), grader)
+                if not batch.keep(task):
+                    tasks.append(task)
+        dispatch(tasks)
         # wave 2: the re-judged variants, from the first wave's traces
-        base_rows = {(r.get("variant"), str(r["row"])): r for r in finished}
+        base_cells = {(c.variant, c.row): c for c in batch.finished}
         tasks = []
         for v in variants:
             if not v.rejudged:
@@ -175,41 +281,35 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
             same_tests = branch_key(base.ladder) == branch_key(v.ladder)
             for pos, (rid, fields, own) in enumerate(rows, 1):
                 cell_asserts = _merge(common, own)
-                b = base_rows.get((base.name, rid))
-                spec = _spec(v, out, rid, pos, fields, model, model_options, slates, True,
+                b = base_cells.get((base.name, rid))
+                spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates, True,
                              max_fetch_chars, max_round_chars, base=b, live=rejudge == "auto")
-                if keep(done.get((v.name, rid)), spec.fingerprint, cell_asserts, pos):
+                rejudged = CellSource("rejudged", base.name)
+                if batch.keep(CellTask(spec, v.name, cell_asserts, grader, rejudged)):
                     continue
                 copied = _copy_if_unchanged(b, v, out, same_tests)
                 if copied is not None:
-                    row = {**copied, "variant": v.name, "pos": pos, "fingerprint": spec.fingerprint,
-                           "source": f"same as {base.name}: no verdict changes"}
-                    row = {**check_row(row, cell_asserts, out, grader=grader),
-                           "asserts_fp": asserts_fingerprint(cell_asserts, grader)}
-                    record(row)
+                    cell = copied.replace(variant=v.name, pos=pos, fingerprint=spec.fingerprint,
+                                          source=CellSource("copied", base.name))
+                    batch.record(check_cell(cell, cell_asserts, out, grader=grader))
                     continue
                 if spec.replay is None and rejudge == "only":
                     # no recording to re-judge (the base cell failed before it had one): only a run could tell
                     why = f"the base cell {base.name}/{rid} has no recording to re-judge " \
-                          f"({(b or {}).get('status', 'missing')}: {(b or {}).get('error') or 'no trace'})"
-                    row = {"row": rid, "variant": v.name, **{f"input.{k}": x for k, x in fields.items()},
-                           "status": UNSETTLED, "output": "", "llm_calls": 0, "tokens_in": 0, "tokens_out": 0,
-                           "cost": 0.0, "latency": 0.0, "seconds": 0.0, "gates": "", "writes": 0, "error": why,
-                           "error_type": None, "error_step": None, "trace": "", "fingerprint": spec.fingerprint,
-                           "pos": pos, "source": f"re-judged from {base.name}"}
-                    record({**check_row(row, cell_asserts, out, grader=grader),
-                            "asserts_fp": asserts_fingerprint(cell_asserts, grader)})
+                          f"({b.status if b else 'missing'}: {(b.error if b else None) or 'no trace'})"
+                    cell = CellResult.failed(spec, why, status=UNSETTLED, source=rejudged, trace="")
+                    batch.record(check_cell(cell, cell_asserts, out, grader=grader))
                     continue
-                tasks.append(CellTask(spec, v.name, cell_asserts, grader,
-                                      f"re-judged from {base.name}" if spec.replay else
-                                      f"run (the base cell {base.name}/{rid} has no recording)"))
-        _dispatch(tasks, ladders_by_name, backend, ray_address, concurrency, limiter, record, progress)
+                tasks.append(CellTask(spec, v.name, cell_asserts, grader, rejudged if spec.replay else
+                                      CellSource("run", base.name,
+                                                 why=f"the base cell {base.name}/{rid} has no recording")))
+        dispatch(tasks)
     except BaseException:
         interrupted = True
         raise
     finally:
-        bar.close()
-        exp = Experiment(out, sorted(finished, key=lambda r: (r["pos"], _order(variants, r.get("variant")))),
+        batch.bar.close()
+        exp = Experiment(out, sorted(batch.finished, key=lambda c: (c.pos, _order(variants, c.variant))),
                          variants=[v.name for v in variants], interrupted=interrupted, notes=notes)
         if not interrupted:
             exp.save_tables()
@@ -256,37 +356,24 @@ def _limiter(rate_limit, backend: str):
     return RateLimiter(rate_limit)
 
 
-def _dispatch(tasks, ladders, backend, ray_address, concurrency, limiter, record, progress) -> None:
-    if not tasks:
-        return
-    if backend == "ray":
-        from .ray_backend import run_on_ray
-        run_on_ray(tasks, ladders, address=ray_address, workers=concurrency, rate_limit=limiter, on_result=record)
-    else:
-        # Ctrl-C: no new cell starts; cells in flight are not recorded (a resume runs them)
-        run_pool(lambda t: execute(t, ladders[t.variant], limiter=limiter), [(t,) for t in tasks],
-                 concurrency=concurrency, on_result=record, name="ladr-exp")
-
-
-def _spec(v: Variant, out: Path, rid: str, pos: int, fields: dict, model, model_options, slates, isolate: bool,
-          max_fetch_chars, max_round_chars, *, base: dict | None = None, live: bool = True) -> CellSpec:
-    lad = v.ladder
+def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out: Path, rid: str, pos: int,
+          fields: dict, model, model_options, slates, isolate: bool, max_fetch_chars, max_round_chars, *,
+          base: CellResult | None = None, live: bool = True) -> CellSpec:
+    """The spec of one cell: an experiment's variant × row, or (variant None) an evaluation's row."""
     bound = {d.title: str(Path(slates[d.title])) for d in lad.slates if slates and d.title in slates}
     bound.update({d.title: str(lad.base_dir / d.path) for d in lad.slates if d.title not in bound and d.path})
     writes_to = tuple(sorted({t for t, _ in lad.written_targets()})) if isolate else ()
-    model_name = model if isinstance(model, str) else getattr(model, "name", type(model).__name__) \
-        if model is not None else (lad.model or "offline")
-    fp = fingerprint(lad, dict(v.knobs), str(model_name), fields, model_options)
+    model_name = _model_name(model, lad)
+    fp = fingerprint(lad, knobs, model_name, fields, model_options)
     replay = None
-    if base is not None and base.get("trace") and (out / base["trace"]).is_file() and base.get("status") != "error":
-        replay = str((out / base["trace"]).resolve())
-        fp = fingerprint(lad, dict(v.knobs), f"re-judge {base.get('fingerprint')} live={live}", fields,
-                          model_options)
-    return CellSpec(row=rid, pos=pos, fields=dict(fields), out=str(out),
-                    trace=f"{safe_name(v.name)}/traces/{safe_name(rid)}.jsonl", fingerprint=fp, slates=bound,
-                    isolate=writes_to, isolate_dir=f"{safe_name(v.name)}/slates/{safe_name(rid)}", model=model,
-                    model_options=model_options, expected=tuple(input_columns(lad)),
-                    max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, variant=v.name,
+    if base is not None and base.trace and (out / base.trace).is_file() and base.status != "error":
+        replay = str((out / base.trace).resolve())
+        fp = fingerprint(lad, knobs, f"re-judge {base.fingerprint} live={live}", fields, model_options)
+    trace = trace_path(variant, rid)
+    return CellSpec(row=rid, pos=pos, fields=dict(fields), out=str(out), trace=trace, fingerprint=fp, slates=bound,
+                    isolate=writes_to, isolate_dir=slates_path(variant, rid),
+                    model=model, model_options=model_options, expected=tuple(input_columns(lad)),
+                    max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, variant=variant,
                     replay=replay, then=(model if live else None) if replay else None,
                     limit_key=_limit_key(model_name))
 
@@ -296,36 +383,18 @@ def _limit_key(model_name: str) -> str:
     return provider_of(model_name)
 
 
-def _copy_if_unchanged(base: dict | None, v: Variant, out: Path, same_tests: bool) -> dict | None:
-    """The base cell, when the variant's schemas flip none of its recorded verdicts (the same run)."""
-    if base is None or not same_tests or base.get("status") == "error" or not base.get("trace") \
-            or not (out / base["trace"]).is_file():
+def _copy_if_unchanged(base: CellResult | None, v: Variant, out: Path, same_tests: bool) -> CellResult | None:
+    """The base cell, unchecked, when the variant's schemas flip none of its recorded verdicts (the same run)."""
+    if base is None or not same_tests or base.status == "error" or not base.trace \
+            or not (out / base.trace).is_file():
         return None          # a failed base cell is no run to copy: its failure may not happen again
     from ..analysis.edits import Edits
     from ..analysis.rejudge import rejudge_rows
     from ..trace import Trace
     try:
-        rows = rejudge_rows(Trace.of(out / base["trace"]), Edits(v.ladder))
+        rows = rejudge_rows(Trace.of(out / base.trace), Edits(v.ladder))
     except LadrError:
         return None
     if any(r["flipped"] for r in rows):
         return None
-    keep = {k: val for k, val in base.items()
-            if k not in ("variant", "fingerprint", "asserts_fp", "passed", "reasons", "asserts", "source", "pos")
-            and k not in (base.get("asserts") or ())}
-    return keep
-
-
-def _write_manifest(out: Path, variants: list[Variant], common, model, grader, rows: list[str],
-                    notes: list[str]) -> None:
-    import os
-    doc = {"variants": [{"name": v.name, "source": v.source, "ladder": v.ladder.name, "knobs": dict(v.knobs),
-                         "base": v.base} for v in variants],
-           "asserts": [{"type": ("not-" if a.negate else "") + a.kind, "name": a.name,
-                        "value": a.value if not callable(a.value) else getattr(a.value, "__qualname__", "python")}
-                       for a in common],
-           "model": model if isinstance(model, str) or model is None else getattr(model, "name", "?"),
-           "grader": grader, "rows": rows, "notes": notes}
-    tmp = out / "experiment.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
-    os.replace(tmp, out / "experiment.json")
+    return base.replace(checks=None, asserts_fp=None)

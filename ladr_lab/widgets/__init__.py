@@ -9,8 +9,7 @@ HTML. Views only display and drive the APIs below them (`Run`, `Trace`, `rejudge
 `Evaluation`, `Experiment`, `tune_request_match`, `ReplayModel`, the slate `Folder`); see docs/widgets.md.
 """
 from .diff_view import DiffView
-from .evaluation_view import EvaluationView
-from .experiment_view import ExperimentView
+from .experiment_view import EvaluationView, ExperimentView
 from .replay_view import ReplayView
 from .schema_editor import RequestMatchEditor
 from .slate_view import SlateView

@@ -2,27 +2,33 @@
 input rows × variants a page at a time (each cell a coloured pass/fail button whose tooltip says why it failed,
 `≠` on rows where the compared pair of variants differs), filters (only where the pair disagrees, only failures),
 and the cell clicked: its assertions and why they failed, its output, its trace (TraceView) and its diff
-against the same row in the other variant of the pair (DiffView, built when its tab is opened)."""
+against the same row in the other variant of the pair (DiffView, built when its tab is opened).
+
+An evaluation (`evaluate` / `load_evaluation`) is the experiment of one variant, and its grid is a table:
+`ExperimentView(evaluation)` is an `EvaluationView` — rows by status, the results a page at a time filtered by
+status, and any row's run opened in a TraceView."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from ..display import badge, concat, fmt_cost, join, kv_table, note, pre, tag
-from ..experiments import Experiment, load_experiment
+from ..experiments import CellResult, Evaluation, Experiment, load_evaluation, load_experiment
 from ..experiments.html import (
     cell_kind,
     cell_label,
     cell_title,
+    evaluation_html,
+    evaluation_rows_html,
     experiment_html,
     reasons_html,
     summary_html,
 )
 from .diff_view import DiffView
-from .parts import View, button, head_html, html, ipw, layout, message_html
+from .parts import PAGE, View, button, head_html, html, ipw, layout, message_html
 from .trace_view import TraceView
 
-__all__ = ["ExperimentView"]
+__all__ = ["EvaluationView", "ExperimentView"]
 
 ROWS_PER_PAGE = 25       # input rows a page of the grid shows (each row a button per variant)
 _FAILING = ("fail", "error", "other")
@@ -49,6 +55,13 @@ class ExperimentView(View):
     × variants a page at a time with its filters, and the cell clicked opened below it (trace and diff)."""
 
     css_class = "ladr-experiment-view"
+
+    def __new__(cls, experiment: Any = None, **_kw: Any) -> Any:
+        # an evaluation (or its folder) is the experiment of one variant: its view is the table
+        if cls is ExperimentView and (isinstance(experiment, Evaluation) or (
+                isinstance(experiment, (str, Path)) and _evaluation_folder(Path(experiment)))):
+            cls = EvaluationView
+        return super().__new__(cls)
 
     def __init__(self, experiment: Experiment | str | Path, *, page: int = ROWS_PER_PAGE,
                  pair: tuple[str, str] | None = None) -> None:
@@ -88,7 +101,7 @@ class ExperimentView(View):
         self.tabs: Any = None
         self._diff_box: Any = None
         self._diffs: dict[tuple[str, str], dict[str, dict]] = {}
-        self._by = {(str(r.get("variant")), str(r["row"])): r for r in exp.rows}    # cells by (variant, row)
+        self._by = {(str(c.variant), c.row): c for c in exp.cells}    # cells by (variant, row)
         style = html(STYLE)
         style.layout = layout("hidden", display="none")
         controls = w.HBox([self.variant_a, self.variant_b, self.only_disagree, self.only_failures],
@@ -123,7 +136,7 @@ class ExperimentView(View):
             got = self._diffs[(a, b)] = {d["row"]: d for d in self.experiment.difference_rows(a, b)}
         return got
 
-    def _cell(self, variant: str, row: str) -> dict | None:
+    def _cell(self, variant: str, row: str) -> CellResult | None:
         return self._by.get((str(variant), str(row)))
 
     def failing(self, row: str) -> bool:
@@ -199,8 +212,8 @@ class ExperimentView(View):
         return tuple(out)
 
     def _row_title(self, rid: str) -> str:
-        first = next((c for c in (self._cell(v, rid) for v in self.experiment.variants) if c is not None), {})
-        fields = [f"{k[len('input.'):]}: {str(v)[:200]}" for k, v in first.items() if k.startswith("input.")]
+        first = next((c for c in (self._cell(v, rid) for v in self.experiment.variants) if c is not None), None)
+        fields = [f"{k}: {str(v)[:200]}" for k, v in (first.inputs if first is not None else {}).items()]
         return "\n".join([f"row {rid}", *fields])
 
     def _pair_changed(self) -> None:
@@ -275,22 +288,24 @@ class ExperimentView(View):
             self.tabs.selected_index = 1
         return self.diff_view
 
-    def cell_html(self, cell: dict) -> str:
+    def cell_html(self, cell: CellResult | dict) -> str:
         """An opened cell's head: its mark, where it came from, its counts, its assertions with reasons, its
         input and its output."""
+        cell = CellResult.of(cell)
         kind = cell_kind(cell)
         colors = {"pass": "#1a7f37", "fail": "#cf222e", "error": "#cf222e", "other": "#bc4c00"}
-        tokens = int(cell.get("tokens_in") or 0) + int(cell.get("tokens_out") or 0)
-        head = concat(tag("b", f"row {cell['row']} · variant {cell.get('variant')}  "),
+        tokens = int(cell.tokens_in or 0) + int(cell.tokens_out or 0)
+        source = cell.source.text if cell.source is not None else "run"
+        head = concat(tag("b", f"row {cell.row} · variant {cell.variant}  "),
                       badge(cell_label(cell), colors.get(kind, "#6e7781")),
-                      note(f"  {_KIND_WORDS[kind]} · {cell.get('status')} · {cell.get('llm_calls') or 0} call(s), "
-                           f"{tokens:,} tokens, {fmt_cost(cell.get('cost'))} · {cell.get('source') or 'run'}"))
-        inputs = [(k[len("input."):], str(v)) for k, v in cell.items() if k.startswith("input.")]
+                      note(f"  {_KIND_WORDS[kind]} · {cell.status} · {cell.llm_calls or 0} call(s), "
+                           f"{tokens:,} tokens, {fmt_cost(cell.cost)} · {source}"))
+        inputs = [(k, str(v)) for k, v in cell.inputs.items()]
         parts = [tag("div", head), kv_table(inputs) if inputs else None, reasons_html(cell)]
-        if cell.get("error"):
-            parts.append(tag("div", f"{cell.get('error_type') or 'error'}: {cell['error']}",
+        if cell.error:
+            parts.append(tag("div", f"{cell.error_type or 'error'}: {cell.error}",
                              style="color:#cf222e;white-space:pre-wrap"))
-        parts += [tag("div", tag("b", "output")), pre(str(cell.get("output") or ""), 3000, max_height="12em")]
+        parts += [tag("div", tag("b", "output")), pre(str(cell.output or ""), 3000, max_height="12em")]
         return head_html(join(parts))
 
     def static_html(self) -> str:
@@ -300,10 +315,94 @@ class ExperimentView(View):
     def _header_html(self) -> str:
         exp = self.experiment
         kinds: dict[str, int] = {}
-        for r in exp.rows:
-            kinds[cell_kind(r)] = kinds.get(cell_kind(r), 0) + 1
+        for c in exp.cells:
+            kinds[cell_kind(c)] = kinds.get(cell_kind(c), 0) + 1
         colors = {"pass": "#1a7f37", "fail": "#cf222e", "error": "#cf222e", "other": "#bc4c00"}
         counts = join((concat(badge(_KIND_WORDS[k], colors.get(k, "#6e7781")), f" {n}")
                        for k, n in sorted(kinds.items(), key=lambda kv: list(_KIND_WORDS).index(kv[0]))), "  ")
         return head_html(tag("b", f"Experiment: {len(exp.variants)} variant(s) × {len(exp.row_ids()):,} row(s)  "),
                          counts, note(f"  ·  {exp.out}"), note("  (interrupted)") if exp.interrupted else None)
+
+
+def _evaluation_folder(path: Path) -> bool:
+    """A batch folder with no experiment manifest whose cells have no variant: an evaluation's."""
+    from ..experiments.results import load_results
+    return isinstance(load_results(path), Evaluation)
+
+
+class EvaluationView(ExperimentView):
+    """`EvaluationView(evaluation)` (an Evaluation or its output folder): counts by status, the results table a
+    page at a time (filtered by status), and the trace of the row picked — an ExperimentView of one variant,
+    whose grid is a table."""
+
+    css_class = "ladr-evaluation-view"
+
+    def __init__(self, evaluation: Evaluation | str | Path, *, page: int = PAGE,
+                 pair: tuple[str, str] | None = None) -> None:
+        View.__init__(self)
+        w = ipw()
+        self.evaluation = evaluation if isinstance(evaluation, Evaluation) else load_evaluation(evaluation)
+        self.experiment = ev = self.evaluation
+        self.page = page
+        counts = ev.counts()
+        head = concat(tag("b", f"Evaluation: {len(ev.rows):,} rows  "),
+                      join((concat(badge(s), f" {n}") for s, n in sorted(counts.items())), "  "),
+                      note(f"  ·  {fmt_cost(sum(float(c.cost or 0) for c in ev.cells))}  ·  {ev.out}"),
+                      note("  (interrupted)") if ev.interrupted else None)
+        self.header = html(head_html(head))
+        self.status = w.Dropdown(options=["all", *sorted(counts)], value="all", description="status")
+        self.prev = button("◀", key="arrow", width="2.6em")
+        self.next = button("▶", key="arrow", width="2.6em")
+        self.page_label = html()
+        self.table = html()
+        self.table.add_class("ladr-eval-table")
+        self.row_pick = w.Dropdown(options=[], description="open row")
+        self.row_box = w.VBox([])
+        self.trace_view: TraceView | None = None
+        self.widget = self._root([self.header, w.HBox([self.status, self.prev, self.page_label, self.next],
+                                                      layout=w.Layout(align_items="center")),
+                                  self.table, self.row_pick, self.row_box])
+        self._start = 0
+        self.status.observe(lambda _c: self.show(0), names="value")
+        self.prev.on_click(lambda _b: self.show(self._start - self.page))
+        self.next.on_click(lambda _b: self.show(self._start + self.page))
+        self.row_pick.observe(lambda c: self.open_row(c["new"]) if c["new"] else None, names="value")
+        self.show(0)
+
+    def rows(self) -> list[CellResult]:  # type: ignore[override]
+        """The rows the status filter lets through."""
+        s = self.status.value
+        return [c for c in self.evaluation.cells if s == "all" or c.status == s]
+
+    def show(self, start: int) -> None:
+        """Show the page of rows starting at `start`."""
+        rows = self.rows()
+        start = max(0, min(start, max(0, (len(rows) - 1) // self.page * self.page)))
+        self._start = start
+        self.table.value = str(evaluation_rows_html(rows, start, self.page))
+        shown = rows[start:start + self.page]
+        self.page_label.value = str(note(f"{start + 1 if rows else 0:,}–{start + len(shown):,} of {len(rows):,}"))
+        self.prev.disabled = start <= 0
+        self.next.disabled = start + self.page >= len(rows)
+        self.row_pick.options = [""] + [c.row for c in shown]
+
+    def open_row(self, row: str) -> TraceView | None:
+        """Show one row's run in a TraceView below the table."""
+        try:
+            trace = self.evaluation.trace(str(row))
+        except (KeyError, OSError, ValueError) as exc:
+            self.row_box.children = (html(message_html(f"row {row}: {exc}", "error")),)
+            return None
+        except Exception as exc:  # an unreadable trace file is that row's problem, not the view's
+            self.row_box.children = (html(message_html(f"row {row}: {type(exc).__name__}: {exc}",
+                                                                   "error")),)
+            return None
+        if self.trace_view is not None:
+            self.trace_view.close()
+        self.trace_view = TraceView(trace, live=False)
+        self.row_box.children = (html(head_html(tag("b", f"row {row}"))), self.trace_view.widget)
+        return self.trace_view
+
+    def static_html(self) -> str:
+        """The evaluation as a static view, for a notebook saved without widget state."""
+        return evaluation_html(self.evaluation, max_rows=self.page)

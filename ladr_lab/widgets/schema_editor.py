@@ -33,7 +33,7 @@ from ..config.rewrite import (
 from ..config.standalone import read_schema
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
-from ..evaluation import Evaluation, load_evaluation
+from ..experiments import Evaluation, load_evaluation
 from ..trace import Trace
 from .parts import View, button, head_html, html, ipw, layout
 

@@ -304,7 +304,7 @@ def test_a_rows_assertion_named_like_a_common_one_is_kept_apart(tmp_path):
 
 
 def test_a_row_id_of_dots_never_names_the_folder_above():
-    from ladr_lab.evaluation.cells import safe_name
+    from ladr_lab.experiments.cells import safe_name
     assert safe_name("..") == "_.." and safe_name(".") == "_." and safe_name("../x") == ".._x"
 
 

@@ -16,7 +16,7 @@ else:
 from ladr_lab.config import load_ladder_text
 from ladr_lab.errors import ModelError
 from ladr_lab.experiments import experiment, ray_backend
-from ladr_lab.experiments.cell import CellTask
+from ladr_lab.experiments.cells import CellTask
 from ladr_lab.experiments.ray_backend import run_task, start_limiter, write_trace_if_missing
 from ladr_lab.models.limited import RateLimiter
 
@@ -174,7 +174,7 @@ def test_a_rate_limited_run_on_ray_waits_for_the_shared_limiter(variants, script
 
 
 def test_a_worker_on_another_node_sends_its_trace_and_the_driver_writes_it_where_missing(variants, tmp_path):
-    from ladr_lab.evaluation.cells import CellSpec
+    from ladr_lab.experiments.cells import CellSpec
     spec = CellSpec(row="1", pos=1, fields={"context": "q"}, out=str(tmp_path), trace="a/traces/1.jsonl",
                     fingerprint="f", model="offline", expected=("context",), variant="a")
     task = CellTask(spec, "a")

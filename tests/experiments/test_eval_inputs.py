@@ -5,8 +5,8 @@ import pytest
 
 from ladr_lab.config import load_ladder_text
 from ladr_lab.errors import LadrError
-from ladr_lab.evaluation import evaluate
-from ladr_lab.evaluation.inputs import input_columns
+from ladr_lab.experiments import evaluate
+from ladr_lab.experiments.inputs import input_columns
 
 LADDER = """\
 name: cols

@@ -1,0 +1,405 @@
+"""One cell of a batch run (an `evaluate` row or an experiment's variant × row): the picklable `CellSpec` it runs
+from, the typed `CellResult` it ends as, and the functions that run it — `run_cell` (the ladder run) and `execute`
+(the run, then its assertions) — on a thread of the local pool or in a Ray worker alike.
+
+A cell writes its trace to `<out>/<trace>` and returns its `CellResult` (status, output, calls, tokens, cost, gate
+outcomes, writes, error, seconds); a failure of any kind is that cell's status `error` (`CellResult.failed`), never
+an exception. A re-judged cell (`replay` set) runs the ladder against another run's recorded outputs
+(`models.ReplayModel`): the engine judges them with this ladder's schemas and no model is called, until the run
+asks for a call the recording does not have; then `then` answers live, or (no `then`) the cell is `unsettled`.
+
+`CellResult.to_dict()` is the cell's line in the folder's results file (`folder.py` reads and writes it), and
+`CellResult.from_dict` reads one back, whichever version of ladr_lab wrote it: keys it does not know are kept.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..config.model import Ladder
+from ..errors import LadrError
+from ..trace import Gate, LlmCall, Trace, Write
+
+if TYPE_CHECKING:
+    from .asserts import Assertion, AssertionResult
+
+__all__ = ["RUN_COLUMNS", "UNSETTLED", "CellResult", "CellSource", "CellSpec", "CellTask", "asserts_fingerprint",
+           "check_cell", "execute", "fingerprint", "run_cell", "safe_name"]
+
+UNSETTLED = "unsettled"
+
+
+def safe_name(rid: str) -> str:
+    """A row id (or variant name) as a file name: letters, digits, '.', '_' and '-' only, and never `.` or `..`
+    (a folder of its own, not the one above)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", rid)[:120] or "_"
+    return "_" + name if set(name) == {"."} else name
+
+
+def fingerprint(ladder: Ladder, knobs: Mapping[str, Any] | None, model_name: str, inputs: Mapping[str, Any],
+                model_options: Mapping[str, Any] | None = None) -> str:
+    """What a finished cell's run depends on: a resumed batch runs the cell again when it changed."""
+    doc = {"ladder": ladder.text, "knobs": dict(knobs or {}), "model": model_name, "inputs": dict(inputs)}
+    if model_options:          # only when given: rows finished before model options existed keep their fingerprint
+        doc["model_options"] = dict(model_options)
+    data = json.dumps(doc, sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Everything one cell needs besides its ladder, picklable (a Ray task receives it)."""
+
+    row: str
+    pos: int
+    fields: Mapping[str, Any]
+    out: str                                   # the output folder
+    trace: str                                 # the trace file, relative to `out`
+    fingerprint: str
+    slates: Mapping[str, str] = field(default_factory=dict)   # title -> folder, as bound
+    isolate: tuple[str, ...] = ()              # titles copied to `<out>/<isolate_dir>/<title>` before the run
+    isolate_dir: str = ""
+    model: Any = None                          # a model name, a Model (local pool only), or None: the ladder's
+    model_options: Mapping[str, Any] | None = None
+    expected: tuple[str, ...] = ()             # the input columns the ladder reads
+    max_fetch_chars: int | None = None
+    max_round_chars: int | None = None
+    variant: str | None = None
+    replay: str | None = None                  # a recorded trace this cell re-judges (no model call)
+    then: Any = None                           # who answers live after a re-judged cell's divergence (None: nobody)
+    limit_key: str | None = None               # the provider a rate limiter counts this cell's live calls under
+
+
+# ---- where a cell's result came from ---------------------------------------------------------------------------
+
+_REJUDGED = re.compile(r"re-judged from (?P<base>.+?)(?:, (?P<live>\d+) call\(s\) live)?")
+_COPIED = re.compile(r"same as (?P<base>.+?): no verdict changes")
+_RUN_BECAUSE = re.compile(r"run \((?P<why>.*)\)")
+_BASE_IN_WHY = re.compile(r"the base cell (?P<base>.+)/[^/]* has no recording")
+
+
+@dataclass(frozen=True)
+class CellSource:
+    """Where a cell's result came from: `run` (the ladder ran with the model; `why`, when a re-judged variant's cell
+    had to run), `rejudged` (replayed from the `base` variant's recording; `live_calls` answered live once the
+    recording ended) or `copied` (the base cell's result: the variant's schemas flip none of its verdicts)."""
+
+    kind: Literal["run", "rejudged", "copied"] = "run"
+    base: str | None = None
+    live_calls: int = 0
+    why: str = ""
+    raw: str | None = field(default=None, compare=False, repr=False)   # a text this version does not know, kept
+
+    @property
+    def rejudged(self) -> bool:
+        """Whether the cell was re-judged (or copied) from another variant's run rather than run itself."""
+        return self.kind != "run"
+
+    @property
+    def text(self) -> str:
+        """The `source` column: `run`, `run (why)`, `re-judged from B[, N call(s) live]`, `same as B: no verdict
+        changes`."""
+        if self.raw is not None:
+            return self.raw
+        if self.kind == "copied":
+            return f"same as {self.base}: no verdict changes"
+        if self.kind == "rejudged":
+            return f"re-judged from {self.base}" + (f", {self.live_calls} call(s) live" if self.live_calls else "")
+        return f"run ({self.why})" if self.why else "run"
+
+    @classmethod
+    def parse(cls, text: Any) -> CellSource:
+        """The source a `source` column's text says (None or empty: `run`)."""
+        if text is None or text == "" or text == "run":
+            return cls()
+        text = str(text)
+        m = _REJUDGED.fullmatch(text)
+        if m:
+            return cls("rejudged", m["base"], int(m["live"] or 0))
+        m = _COPIED.fullmatch(text)
+        if m:
+            return cls("copied", m["base"])
+        m = _RUN_BECAUSE.fullmatch(text)
+        if m:
+            base = _BASE_IN_WHY.fullmatch(m["why"])
+            return cls("run", base["base"] if base else None, why=m["why"])
+        # a text of another version: runs start with "run", as they always have
+        return cls("run" if text.startswith("run") else "rejudged", raw=text)
+
+
+# ---- a cell's result -------------------------------------------------------------------------------------------
+
+# a run's own columns, in their order in a results line (the inputs, `input.NAME`, come after row and variant)
+RUN_COLUMNS = ("status", "output", "llm_calls", "tokens_in", "tokens_out", "cost", "gates", "writes", "latency",
+               "error", "error_type", "error_step")
+_TAIL = ("seconds", "trace", "fingerprint", "pos")
+_CHECK_KEYS = ("passed", "reasons", "asserts", "asserts_fp")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One finished cell: its row (and variant: None in an `evaluate` folder), its inputs, what its run ended as,
+    where that came from (`source`; None: a plain evaluation row, which has no such column) and its assertions'
+    results (`checks`, by name; None: a row that was never checked, as in an evaluation)."""
+
+    row: str
+    variant: str | None = None
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    status: str = "error"
+    output: Any = ""
+    llm_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    gates: str = ""
+    writes: int = 0
+    latency: float = 0.0
+    error: str | None = None
+    error_type: str | None = None
+    error_step: str | None = None
+    live_calls: int | None = None          # a re-judged cell's calls answered live (None: not a re-judged cell)
+    seconds: float = 0.0
+    trace: str = ""                        # the trace file, relative to the output folder ("" when none)
+    fingerprint: str | None = None
+    pos: int = 0
+    source: CellSource | None = None
+    checks: Mapping[str, AssertionResult] | None = None
+    asserts_fp: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)   # columns this version does not know, kept as read
+
+    # ---- what it says ----------------------------------------------------------------------------------------
+    @property
+    def passed(self) -> bool | None:
+        """Every assertion passed (True), one failed (False), or None: no assertions, or one could not be checked."""
+        if not self.checks:
+            return None
+        verdicts = [r.passed for r in self.checks.values()]
+        return False if False in verdicts else True if all(verdicts) else None
+
+    @property
+    def rejudged(self) -> bool:
+        """Whether the cell was re-judged or copied from another variant's run rather than run."""
+        return self.source is not None and self.source.rejudged
+
+    @property
+    def asserts(self) -> list[str]:
+        """The names of the assertions checked on this cell, in order."""
+        return list(self.checks or ())
+
+    def check(self, name: str) -> bool | None:
+        """One assertion's result (None: not checked, or no such assertion on this cell)."""
+        got = (self.checks or {}).get(name)
+        return None if got is None else got.passed
+
+    def reasons(self) -> dict[str, str]:
+        """Why each assertion that did not pass did not."""
+        return {n: r.reason for n, r in (self.checks or {}).items() if r.passed is not True}
+
+    # ---- making one ------------------------------------------------------------------------------------------
+    @classmethod
+    def failed(cls, spec: CellSpec, error: str, *, error_type: str | None = None, error_step: str | None = None,
+               status: str = "error", source: CellSource | None = None, seconds: float = 0.0,
+               trace: str | None = None, fingerprint: str | None = None) -> CellResult:
+        """A cell that has no run to show: an error before or around its run (status `error`), or a re-judged cell
+        with nothing to re-judge (`unsettled`); nothing called, nothing counted."""
+        return cls(row=spec.row, variant=spec.variant, inputs=dict(spec.fields), status=status, error=error,
+                   error_type=error_type, error_step=error_step, seconds=round(seconds, 3),
+                   trace=spec.trace if trace is None else trace,
+                   fingerprint=spec.fingerprint if fingerprint is None else fingerprint, pos=spec.pos, source=source)
+
+    def with_checks(self, checks: Mapping[str, AssertionResult], asserts_fp: str | None) -> CellResult:
+        """The cell with these assertion results."""
+        return dataclasses.replace(self, checks=dict(checks), asserts_fp=asserts_fp)
+
+    def replace(self, **changes: Any) -> CellResult:
+        """A copy with some fields changed (`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
+
+    # ---- its line in the results file ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The cell as its results line (`folder.RESULTS`): row, variant, `input.NAME`…, the run's columns, live_calls,
+        seconds, trace, fingerprint, pos, then (an experiment's cells) source, a column per assertion, passed,
+        reasons, asserts and asserts_fp."""
+        d: dict[str, Any] = {"row": self.row}
+        if self.variant is not None:
+            d["variant"] = self.variant
+        d.update({f"input.{k}": v for k, v in self.inputs.items()})
+        d.update({k: getattr(self, k) for k in RUN_COLUMNS})
+        if self.live_calls is not None:
+            d["live_calls"] = self.live_calls
+        d.update({k: getattr(self, k) for k in _TAIL})
+        if self.source is not None:
+            d["source"] = self.source.text
+        if self.checks is not None:
+            d.update({n: r.passed for n, r in self.checks.items()})
+            d.update(passed=self.passed, reasons=self.reasons(), asserts=self.asserts, asserts_fp=self.asserts_fp)
+        for k, v in self.extra.items():
+            d.setdefault(k, v)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CellResult:
+        """A cell read back from its results line (`to_dict` gives the same line back)."""
+        from .asserts import AssertionResult
+        d = dict(d)
+        names = [str(n) for n in d.get("asserts") or ()] if "asserts" in d else None
+        checks = None
+        if names is not None:
+            why = d.get("reasons") or {}
+            checks = {n: AssertionResult(d.get(n), str(why.get(n, "") if isinstance(why, Mapping) else ""))
+                      for n in names}
+        known = {"row", "variant", *RUN_COLUMNS, "live_calls", *_TAIL, "source", *_CHECK_KEYS, *(names or ())}
+        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls") if k in d}
+        return cls(row=str(d.get("row")), variant=None if d.get("variant") is None else str(d["variant"]),
+                   inputs={k[len("input."):]: v for k, v in d.items() if k.startswith("input.")},
+                   source=CellSource.parse(d["source"]) if "source" in d else None, checks=checks,
+                   asserts_fp=d.get("asserts_fp"),
+                   extra={k: v for k, v in d.items() if k not in known and not k.startswith("input.")}, **kw)
+
+    @classmethod
+    def of(cls, cell: CellResult | Mapping[str, Any]) -> CellResult:
+        """A CellResult as it is, or one read from a results line (a dict)."""
+        return cell if isinstance(cell, CellResult) else cls.from_dict(cell)
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The columns every cell has, in order (the inputs, a column per assertion and `passed` aside)."""
+        return ("row", "variant", *RUN_COLUMNS, "live_calls", *_TAIL, "source", *_CHECK_KEYS)
+
+
+# ---- running one -----------------------------------------------------------------------------------------------
+
+def _gates(trace: Trace) -> str:
+    return "; ".join(f"{e.step}#{e.node}:{e.branch}→{e.action}" + (f"→{e.jump}" if e.jump else "")
+                     for e in trace.events if isinstance(e, Gate))
+
+
+def _bind(spec: CellSpec) -> dict[str, Path]:
+    bound = {t: Path(p) for t, p in spec.slates.items()}
+    for title in spec.isolate:
+        if bound.get(title) is not None:
+            copy = Path(spec.out) / spec.isolate_dir / safe_name(title)
+            if copy.exists():
+                shutil.rmtree(copy)
+            if bound[title].is_dir():
+                shutil.copytree(bound[title], copy, ignore=shutil.ignore_patterns(".ladr"))
+            bound[title] = copy
+    return bound
+
+
+def _model(spec: CellSpec, ladder: Ladder, limiter):
+    """The model this cell runs with, and whether the cell owns it (closes it afterwards)."""
+    from ..models import get_model
+    from ..models.limited import LimitedModel
+    from ..models.replay import ReplayModel
+    live = spec.then if spec.replay else spec.model
+    owned = live is None or isinstance(live, str)
+    if spec.replay and live is None:
+        model = None
+    else:
+        model = get_model(live if live is not None else ladder.model, base_dir=ladder.base_dir,
+                          options=spec.model_options if owned else None)
+        if limiter is not None:
+            model = LimitedModel(model, limiter, spec.limit_key or model.name, owns=owned)
+            owned = True
+    if spec.replay:    # closing a replay closes its live model: only when this cell made that model
+        return ReplayModel(spec.replay, then=model), owned or model is None
+    return model, owned
+
+
+def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
+    """Run one cell and return its result; the trace goes to `<out>/<trace>`."""
+    from ..engine import Run
+    t0 = time.perf_counter()
+    model = None
+    owned = False
+    try:
+        lacks = [c for c in spec.expected if c not in spec.fields]
+        if lacks:    # this row only (a JSONL line without the key): its own error, naming the columns
+            raise LadrError(f"this row has no {', '.join(lacks)}: the ladder reads input column(s) "
+                            f"{', '.join(spec.expected)}; this row has {', '.join(sorted(spec.fields)) or 'none'}")
+        bound = _bind(spec)
+        model, owned = _model(spec, ladder, limiter)
+        run = Run(ladder, model=model, inputs=dict(spec.fields), slates=bound, trace_out=Path(spec.out) / spec.trace,
+                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars)
+        try:
+            res = run.run()
+        finally:       # an interrupt leaves the run unfinished: still close its trace file and models
+            run.trace.close()
+            run.close()
+        status, error = res.status, res.error
+        if spec.replay and res.error_type == "ReplayDivergence":
+            # the edited judging sends the run where the recording has no output: only a model can say more
+            status, error = UNSETTLED, f"re-judging needs a call the recording does not have: {res.error}"
+        cell = CellResult(
+            row=spec.row, variant=spec.variant, inputs=dict(spec.fields), status=status, output=res.output,
+            llm_calls=res.llm_calls, tokens_in=res.tokens_in, tokens_out=res.tokens_out, cost=res.cost,
+            gates=_gates(run.trace),
+            writes=sum(1 for e in run.trace.events if isinstance(e, Write) and e.status == "written"),
+            latency=round(sum(e.latency or 0.0 for e in run.trace.events if isinstance(e, LlmCall)), 3),
+            error=error, error_type=res.error_type, error_step=res.error_step,
+            live_calls=(res.live_calls or 0) if spec.replay else None, trace=spec.trace,
+            fingerprint=spec.fingerprint, pos=spec.pos)
+    except Exception as exc:  # one cell's failure is that cell's result, never the whole batch's end
+        cell = CellResult.failed(spec, f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__,
+                                 error_step=getattr(exc, "step_id", None))
+    finally:
+        if owned and model is not None:
+            model.close()
+    return cell.replace(seconds=round(time.perf_counter() - t0, 3))
+
+
+# ---- a cell with assertions --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CellTask:
+    """A cell to run: its spec, its variant's name (the key of its ladder), its assertions and the grader of
+    model-graded ones (a model name; None: unchecked, see `runner.default_grader`), and where its result comes
+    from (a re-judged cell's base; None: a plain evaluation row, which is not checked at all)."""
+
+    spec: CellSpec
+    variant: str | None
+    asserts: tuple[Assertion, ...] = ()
+    grader: str | None = None
+    source: CellSource | None = field(default_factory=CellSource)
+
+
+def asserts_fingerprint(asserts: tuple[Assertion, ...], grader: str | None) -> str:
+    """What a cell's assertion results depend on besides its run: a changed assertion is re-checked, not re-run."""
+    data = json.dumps([[a.kind, a.value if not callable(a.value) else
+                        f"{getattr(a.value, '__module__', '')}:{getattr(a.value, '__qualname__', 'fn')}",
+                        a.name, a.negate, a.threshold] for a in asserts] + [grader], sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()[:16]
+
+
+def check_cell(cell: CellResult, asserts: tuple[Assertion, ...], out: str | Path, *, grader=None) -> CellResult:
+    """The cell with its assertions checked (each True, False, or None when it could not be checked, and why)."""
+    from .asserts import check_all
+    results: dict[str, AssertionResult] = {}
+    if asserts:
+        trace = None
+        path = Path(out) / cell.trace
+        if cell.trace and path.is_file():
+            trace = Trace.of(path)
+        plain = cell.replace(checks=None, asserts_fp=None).to_dict()
+        results = check_all(asserts, plain, trace, grader=grader)
+    return cell.with_checks(results, asserts_fingerprint(asserts, grader))
+
+
+def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> CellResult:
+    """Run the cell, then check its assertions (an experiment's cell; a plain evaluation row is only run)."""
+    cell = run_cell(task.spec, ladder, limiter=limiter)
+    if task.source is None:
+        return cell
+    source = task.source
+    if task.spec.replay and cell.live_calls:
+        source = dataclasses.replace(source, live_calls=cell.live_calls)
+    return check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader)
