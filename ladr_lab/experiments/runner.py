@@ -14,7 +14,6 @@ every variant with the model. The `source` column says which of these made each 
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
