@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config.model import Ladder
 from ..evaluation.cells import CellSpec, run_cell
-from .asserts import Assertion, check_all
+from .assertions import Assertion, check_all
 
 __all__ = ["CellTask", "check_row", "execute", "asserts_fingerprint"]
 

@@ -22,7 +22,7 @@ from ..errors import LadrError
 from ..evaluation.batch import Recorder, fingerprint, load_inputs
 from ..evaluation.cells import UNSETTLED, CellSpec, run_pool, safe_name
 from ..evaluation.inputs import check_input_columns, input_columns
-from .asserts import Assertion, load_asserts
+from .assertions import Assertion, load_asserts
 from .cell import CellTask, asserts_fingerprint, check_row, execute
 from .results import RESULTS, Experiment, load_experiment
 from .variants import Variant, branch_key, load_variants
