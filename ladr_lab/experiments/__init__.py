@@ -4,8 +4,9 @@ differ only in judging re-judged from recorded runs, and Ray to scale out). An e
 ladder with no assertions; both call the model, and both keep their results in one folder format (`folder.py`).
 `analysis.tune_request_match` asks the same recorded runs which `requestMatch` tells requests from answers best,
 without the model."""
-from .asserts import Assertion, AssertionResult, load_asserts
+from .assertions import Assertion, load_asserts
 from .cells import CellResult, CellSource
+from .checks import AssertionResult
 from .results import Evaluation, Experiment, load_evaluation, load_experiment
 from .runner import evaluate, experiment
 from .variants import Variant, load_variants

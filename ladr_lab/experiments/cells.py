@@ -29,7 +29,8 @@ from ..errors import LadrError
 from ..trace import Gate, LlmCall, Trace, Write
 
 if TYPE_CHECKING:
-    from .asserts import Assertion, AssertionResult
+    from .assertions import Assertion
+    from .checks import AssertionResult
 
 __all__ = ["RUN_COLUMNS", "UNSETTLED", "CellResult", "CellSource", "CellSpec", "CellTask", "asserts_fingerprint",
            "check_cell", "execute", "fingerprint", "run_cell", "safe_name"]
@@ -248,7 +249,7 @@ class CellResult:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CellResult:
         """A cell read back from its results line (`to_dict` gives the same line back)."""
-        from .asserts import AssertionResult
+        from .checks import AssertionResult
         d = dict(d)
         names = [str(n) for n in d.get("asserts") or ()] if "asserts" in d else None
         checks = None
@@ -382,7 +383,7 @@ def asserts_fingerprint(asserts: tuple[Assertion, ...], grader: str | None) -> s
 
 def check_cell(cell: CellResult, asserts: tuple[Assertion, ...], out: str | Path, *, grader=None) -> CellResult:
     """The cell with its assertions checked (each True, False, or None when it could not be checked, and why)."""
-    from .asserts import check_all
+    from .assertions import check_all
     results: dict[str, AssertionResult] = {}
     if asserts:
         trace = None

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LadrError
-from .asserts import AssertionResult
 from .cells import CellResult, CellTask, asserts_fingerprint, execute
+from .checks import AssertionResult
 
 __all__ = ["LimiterProxy", "error_row", "import_ray", "pool_shape", "run_on_ray", "run_task", "start_limiter",
            "write_trace_if_missing"]

@@ -21,7 +21,7 @@ from typing import Any
 from ..analysis.positions import as_ladder  # TODO Ladder.of
 from ..config.model import Ladder
 from ..errors import LadrError
-from .asserts import Assertion, load_asserts
+from .assertions import Assertion, load_asserts
 from .cells import (
     UNSETTLED,
     CellResult,

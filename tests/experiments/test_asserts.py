@@ -10,15 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ladr_lab import LadrError, Run, ScriptedModel, load_ladder
-from ladr_lab.experiments.asserts import (
-    KINDS,
-    NAME_CHARS,
-    Assertion,
-    AssertionResult,
-    check_all,
-    check_assertion,
-    load_asserts,
-)
+from ladr_lab.experiments.assertions import NAME_CHARS, Assertion, check_all, check_assertion, load_asserts
+from ladr_lab.experiments.checks import KINDS, AssertionResult
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -220,7 +220,7 @@ def test_the_pool_has_a_process_per_cpu_and_shares_the_workers_over_threads():
 def test_every_cell_of_a_run_uses_one_of_the_pool_processes(variants, script, tmp_path):
     """Cells run on the pool's processes (a process per CPU here: 2), so the model's libraries load once per
     process; the assertion reports the process each cell ran in."""
-    from ladr_lab.experiments.asserts import load_asserts
+    from ladr_lab.experiments.assertions import load_asserts
     from ladr_lab.experiments.runner import _spec
     from ladr_lab.experiments.variants import load_variants
 
