@@ -12,7 +12,7 @@ from ..display import badge, concat, join, note, pre, table, tag
 from ..trace import Event, LlmCall, Trace
 from ..trace.html import story_html
 from ..trace.story import describe
-from .parts import PAGE, View, button, html, ipw, layout
+from .parts import PAGE, PagedTable, View, html, ipw
 
 __all__ = ["DiffView"]
 
@@ -51,21 +51,15 @@ class DiffView(View):
         self.page = page
         self.summary = html(self._summary_html())
         self.only = w.Checkbox(value=only_changes, description="only what differs", indent=False)
-        self.prev = button("◀", key="arrow", width="2.6em")
-        self.next = button("▶", key="arrow", width="2.6em")
-        self.page_label = html()
-        self.table = html(cls="ladr-diff-table")
-        self.row_pick = w.Dropdown(options=[], description="open row", layout=w.Layout(width="34em"))
+        self.pages = PagedTable(self.rows, lambda rows, start, size: diff_rows_html(rows, start, size, numbered=True),
+                                size=page, controls=[self.only], pick=self._pick_label, on_pick=self.open_row,
+                                pick_width="34em", cls="ladr-diff-table", empty=self._empty_text)
+        # the parts the tests and notebooks reach for by name
+        self.prev, self.next, self.page_label = self.pages.prev, self.pages.next, self.pages.page_label
+        self.table, self.row_pick = self.pages.table, self.pages.pick
         self.detail = html(cls="ladr-diff-detail")
-        self.widget = self._root([self.summary, w.HBox([self.only, self.prev, self.page_label, self.next],
-                                                       layout=layout("row", align_items="center")),
-                                  self.table, self.row_pick, self.detail])
-        self._start = 0
+        self.widget = self._root([self.summary, self.pages.widget, self.detail])
         self.only.observe(lambda _c: self.show(0), names="value")
-        self.prev.on_click(lambda _b: self.show(self._start - self.page))
-        self.next.on_click(lambda _b: self.show(self._start + self.page))
-        self.row_pick.observe(lambda c: self.open_row(c["new"]) if c["new"] is not None else None, names="value")
-        self.show(0)
 
     def _summary_html(self) -> str:
         return diff_html(self.diff, max_rows=0)      # the table below pages through the rows
@@ -74,23 +68,16 @@ class DiffView(View):
         """The aligned rows shown (only those that differ, unless the checkbox is cleared)."""
         return [r for r in self.diff.rows if not r["same"]] if self.only.value else list(self.diff.rows)
 
+    @staticmethod
+    def _pick_label(r: dict, index: int) -> tuple[str, int]:
+        return f"{index + 1}. {r['kind']} {where_label(r)}", index
+
+    def _empty_text(self) -> str:
+        return "nothing differs" if self.only.value else "no aligned rows"
+
     def show(self, start: int) -> None:
         """Show the page of rows starting at `start`."""
-        rows = self.rows()
-        start = max(0, min(start, max(0, (len(rows) - 1) // self.page * self.page)))
-        self._start = start
-        shown = rows[start:start + self.page]
-        self.table.value = str(diff_rows_html(rows, start, self.page, numbered=True))
-        self.page_label.value = str(note(f"{start + 1 if rows else 0:,}–{start + len(shown):,} of {len(rows):,}"))
-        self.prev.disabled = start <= 0
-        self.next.disabled = start + self.page >= len(rows)
-        self.row_pick.options = [("", None)] + [(f"{start + i + 1}. {r['kind']} {where_label(r)}", start + i)
-                                                for i, r in enumerate(shown)]
-        self.row_pick.value = None
-        empty = not rows
-        self.table.value = str(note("nothing differs" if self.only.value else "no aligned rows")) if empty \
-            else self.table.value
-        self.row_pick.layout.display = "none" if empty else None
+        self.pages.show(start)
 
     def open_row(self, index: int) -> str:
         """Show what differs in row `index` (of the rows shown) below the table; returns its HTML."""

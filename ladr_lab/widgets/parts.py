@@ -1,6 +1,7 @@
 """The building blocks every view is made of: `View` (a root box that displays itself, with listeners it
 detaches on close), `Fold` (a collapsible whose body is built when first opened), `Pager` (a list shown a
-page at a time) and `PagedText` (a long text shown a chunk at a time).
+page at a time), `PagedTable` (a table shown a page at a time, with a row to open) and `PagedText` (a long
+text shown a chunk at a time).
 
 Together they keep a view cheap however large its data: nothing below a closed fold exists as a widget,
 a list of a thousand rounds sends one page of them, and a 400,000-character prompt section sends its first
@@ -15,8 +16,8 @@ from typing import Any
 
 from ..display import Html, esc, note, pre, tag, wanted
 
-__all__ = ["CHUNK", "PAGE", "Fold", "PagedText", "Pager", "View", "button", "head_html", "html", "ipw", "layout",
-           "message_html", "shared"]
+__all__ = ["CHUNK", "PAGE", "Fold", "PagedTable", "PagedText", "Pager", "View", "button", "head_html", "html", "ipw",
+           "layout", "message_html", "shared", "span_text"]
 
 PAGE = 50            # items a pager shows at once
 CHUNK = 20_000       # characters a PagedText adds at a time
@@ -242,6 +243,133 @@ class Pager:
             self.show(index // self.size)
         else:
             self._label()
+
+
+def span_text(start: int, shown: int, total: int) -> str:
+    """A page's place in its rows: `1–20 of 131` (`0–0 of 0` when there are none)."""
+    return f"{start + 1 if total else 0:,}–{start + shown:,} of {total:,}"
+
+
+class PagedTable:
+    """A table shown a page at a time, with a row to open: a bar of `controls` (a view's filters) and ◀ / ▶
+    with a label (`1–20 of 131`), the page's table, and a dropdown (`pick`, "open row") of the page's rows.
+
+    `rows` is the table's rows, or a function giving them (called again on every `show`, so a view's filter
+    only calls `show(0)`). `render(rows, start, size)` draws `rows[start:start + size]` (the HTML helpers'
+    signature: `evaluation_rows_html`, `diff_rows_html`) as HTML, shown in `table`, or as a list of widgets,
+    shown in its place (the caller closes widgets it no longer shows). `pick(row, index)` names a row of the
+    page in the dropdown, as a label that is also its value or a `(label, value)` pair (`index` counts from the
+    first row of all); a picked value is passed to `on_pick(value)`, never the blank first option (`blank`) nor
+    a value only set while the page is drawn. `keep` keeps the value picked when it is on the new page too;
+    otherwise a new page starts unpicked. `pick=None`: no dropdown. With no rows, `empty` (a text, or a
+    function giving it) replaces the table and the dropdown is hidden. `label(start, shown, total)` writes
+    the page label (`span_text`). `defer`: draw nothing until the first `show()`."""
+
+    def __init__(self, rows: Sequence[Any] | Callable[[], Sequence[Any]], render: Callable[[list, int, int], Any], *,
+                 size: int = PAGE, controls: Sequence[Any] = (), pick: Callable[[Any, int], Any] | None = None,
+                 on_pick: Callable[[Any], Any] | None = None, blank: bool = True, keep: bool = False,
+                 pick_label: str = "open row", pick_width: str | None = None,
+                 empty: str | Callable[[], str] | None = None, label: Callable[[int, int, int], str] = span_text,
+                 cls: str | None = None, defer: bool = False) -> None:
+        w = ipw()
+        self._rows = rows if callable(rows) else (lambda items=list(rows): items)
+        self.render = render
+        self.size = max(1, size)
+        self.pick_row = pick
+        self.on_pick = on_pick
+        self.blank = blank
+        self.keep = keep
+        self.empty = empty
+        self.label = label
+        self.rows: list = []        # the rows read at the last `show`
+        self.start = 0              # the first row on the page shown
+        self._drawing = False
+        self.prev = button("◀", key="arrow", width="2.6em", tooltip="previous page")
+        self.next = button("▶", key="arrow", width="2.6em", tooltip="next page")
+        self.page_label = html(cls="ladr-page-label")
+        self.bar = w.HBox([*controls, self.prev, self.page_label, self.next], layout=layout("row", align_items="center"))
+        self.bar.add_class("ladr-pages")
+        self.table = html(cls=cls)
+        self.pick: Any = None
+        if pick is not None:
+            self.pick = w.Dropdown(options=[], description=pick_label,
+                                   layout=w.Layout(width=pick_width) if pick_width else w.Layout())
+            self.pick.observe(lambda c: self._picked(c["new"]), names="value")
+        self.widget = w.VBox(self._children((self.table,)), layout=layout("box"))
+        self.widget.add_class("ladr-paged-table")
+        self.prev.on_click(lambda _b: self.turn(-1))
+        self.next.on_click(lambda _b: self.turn(1))
+        if not defer:
+            self.show(0)
+
+    def _children(self, content: Sequence[Any]) -> tuple:
+        return (self.bar, *content) + ((self.pick,) if self.pick is not None else ())
+
+    @property
+    def shown(self) -> list:
+        """The rows on the page shown."""
+        return self.rows[self.start:self.start + self.size]
+
+    def start_of(self, index: int) -> int:
+        """The first row of the page holding row `index`."""
+        return max(0, index) // self.size * self.size
+
+    def set_rows(self, rows: Sequence[Any], start: int | None = 0) -> None:
+        """Show other rows (from `start`; None: the page shown)."""
+        self._rows = lambda items=list(rows): items
+        self.show(start)
+
+    def turn(self, pages: int) -> None:
+        """Turn `pages` pages on (back when negative)."""
+        self.show(self.start + pages * self.size)
+
+    def show_row(self, index: int) -> None:
+        """Show the page holding row `index`."""
+        self.show(self.start_of(index))
+
+    def show(self, start: int | None = None) -> None:
+        """Read the rows again and show the page starting at row `start` (None: the page shown), kept
+        within the rows."""
+        rows = self.rows = list(self._rows())
+        n = len(rows)
+        start = self.start if start is None else start
+        self.start = start = max(0, min(start, self.start_of(n - 1) if n else 0))
+        shown = rows[start:start + self.size]
+        empty = self.empty() if callable(self.empty) else self.empty
+        drawn = self.render(rows, start, self.size) if rows or empty is None else note(empty)
+        if isinstance(drawn, (list, tuple)):
+            self.widget.children = self._children(drawn)
+        else:
+            self.table.value = str(drawn)
+            if self.widget.children[1:2] != (self.table,):
+                self.widget.children = self._children((self.table,))
+        self.page_label.value = str(note(self.label(start, len(shown), n)))
+        self.prev.disabled = start <= 0
+        self.next.disabled = start + self.size >= n
+        if self.pick is not None:
+            self._fill_pick(shown, start)
+            self.pick.layout.display = None if rows else "none"
+
+    def _fill_pick(self, shown: list, start: int) -> None:
+        assert self.pick_row is not None
+        options = [self.pick_row(r, i) for i, r in enumerate(shown, start)]
+        values = [o[1] if isinstance(o, tuple) else o for o in options]
+        was = self.pick.value
+        none: Any = None
+        if self.blank:
+            paired = any(isinstance(o, tuple) for o in options)
+            none = None if paired else ""
+            options = [("", None) if paired else "", *options]
+        self._drawing = True        # setting the options picks their first: not the reader's pick
+        try:
+            self.pick.options = options
+            self.pick.value = was if self.keep and was in values else none
+        finally:
+            self._drawing = False
+
+    def _picked(self, value: Any) -> None:
+        if not self._drawing and value is not None and value != "" and self.on_pick is not None:
+            self.on_pick(value)
 
 
 class PagedText:

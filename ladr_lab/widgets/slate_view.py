@@ -18,7 +18,7 @@ from ..slate.html import DIR_ENTRIES, file_rows
 from ..trace import LlmCall, Trace, Write
 from ..trace.html import write_html
 from ..trace.story import FetchRow, RoundStory, WriteStory, describe
-from .parts import Fold, View, button, head_html, html, ipw, message_html
+from .parts import Fold, PagedTable, View, head_html, html, ipw, message_html
 
 __all__ = ["SlateView"]
 
@@ -94,17 +94,17 @@ class SlateView(View):
         self.lit_html.add_class("ladr-lit")
         self.filter = w.Text(placeholder="filter paths (substring)", description="filter",
                              layout=w.Layout(width="22em"))
-        self.prev = button("◀", key="arrow", width="2.6em")
-        self.next = button("▶", key="arrow", width="2.6em")
-        self.page_label = html()
-        self.table = html()
-        self.table.add_class("ladr-file-table")
-        self.preview_pick = w.Dropdown(options=[], description="preview", layout=w.Layout(width="34em"))
+        self._stats: list[tuple[str, int, int]] = []
+        self._tags: dict[str, dict] = {}
+        self.pages = PagedTable(self._filtered, self._files_html, size=page, controls=[self.filter],
+                                pick=lambda stat, _i: stat[0], on_pick=self.show_file, blank=False, keep=True,
+                                pick_label="preview", pick_width="34em", cls="ladr-file-table", defer=True)
+        # the parts the tests and notebooks reach for by name
+        self.prev, self.next, self.page_label = self.pages.prev, self.pages.next, self.pages.page_label
+        self.table, self.preview_pick = self.pages.table, self.pages.pick
         self.preview = html()
         self.preview.add_class("ladr-preview")
-        files_tab = w.VBox([w.HBox([self.filter, self.prev, self.page_label, self.next],
-                                   layout=w.Layout(align_items="center")), self.table, self.preview_pick,
-                            self.preview])
+        files_tab = w.VBox([self.pages.widget, self.preview])
         self.tree = w.VBox([])
         self.tree.add_class("ladr-tree")
         self.tabs = w.Tab(children=[files_tab, self.tree])
@@ -112,14 +112,8 @@ class SlateView(View):
         self.tabs.set_title(1, "Tree")
         self.message = html()
         self.widget = self._root([self.picker, self.header, self.lit_html, self.tabs, self.message])
-        self._start = 0
-        self._stats: list[tuple[str, int, int]] = []
-        self._tags: dict[str, dict] = {}
         self._tree_files: list[tuple[Any, str]] = []       # (HTML widget, subfolder) of built tree levels
         self.filter.observe(lambda _c: self._show(0), names="value")
-        self.prev.on_click(lambda _b: self._show(self._start - self.page))
-        self.next.on_click(lambda _b: self._show(self._start + self.page))
-        self.preview_pick.observe(lambda c: self.show_file(c["new"]) if c["new"] else None, names="value")
         self.tabs.observe(self._tab, names="selected_index")
         self.folder_pick.observe(lambda c: self._pick_folder(), names="value")
         self.slate_pick.observe(lambda c: self._pick_slate(), names="value")
@@ -218,7 +212,7 @@ class SlateView(View):
                                       note(f"  {_shown_path(f.path)}  ·  {plural(len(self._stats), 'file')}, "
                                            f"{fmt_bytes(total)}"
                                            + (f"  ·  metatags {json_text(declared, None)}" if declared else "")))
-        self._show(self._start)
+        self._show()
         if self._tree_files or self.tabs.selected_index == 1:
             self._build_tree()
 
@@ -226,14 +220,15 @@ class SlateView(View):
         needle = (self.filter.value or "").strip().lower()
         return [s for s in self._stats if needle in s[0].lower()] if needle else self._stats
 
-    def _show(self, start: int) -> None:
-        f = self._folder
-        if f is None:
-            return
-        stats = self._filtered()
-        start = max(0, min(start, max(0, (len(stats) - 1) // self.page * self.page)))
-        self._start = start
-        rows, n = file_rows(f, start, self.page, stats=stats, tags=self._tags)
+    def _show(self, start: int | None = None) -> None:
+        """Show the page of files from `start` (None: the page shown)."""
+        if self._folder is not None:
+            self.pages.show(start)
+
+    def _files_html(self, stats: list[tuple[str, int, int]], start: int, size: int) -> str:
+        """One page of the files as a table: lit status, path, size, date and metatags."""
+        assert self._folder is not None         # `_show` draws only a folder
+        rows, _n = file_rows(self._folder, start, size, stats=stats, tags=self._tags)
         cells, styles = [], []
         for r in rows:
             st = self.lit.get(r["path"])
@@ -246,15 +241,8 @@ class SlateView(View):
                               style="max-width:40em;" + NOWRAP + ";overflow:hidden;text-overflow:ellipsis",
                               title=tags[:2000])])
             styles.append(f"background: {LIT_STYLE.get(st, 'rgba(207,34,46,0.1)')}" if st else None)
-        self.table.value = str(tag("div", table(["", "path", "size", "modified", "metatags"], cells,
-                                                row_styles=styles), cls="ladr-scroll"))
-        self.page_label.value = str(note(f"{start + 1 if n else 0:,}–{start + len(rows):,} of {n:,}"))
-        self.prev.disabled = start <= 0
-        self.next.disabled = start + self.page >= n
-        current = self.preview_pick.value
-        self.preview_pick.options = [r["path"] for r in rows]
-        if current in self.preview_pick.options:
-            self.preview_pick.value = current
+        return str(tag("div", table(["", "path", "size", "modified", "metatags"], cells, row_styles=styles),
+                       cls="ladr-scroll"))
 
     def show_file(self, rel: str) -> None:
         """Preview one file: its first characters and its metatags."""
@@ -411,18 +399,18 @@ class SlateView(View):
         if not self.loaded or self.filter.value or not self.lit:
             return
         paths = [s[0] for s in self._stats]
-        page = set(paths[self._start:self._start + self.page])
-        if page & set(self.lit):
+        start = self.pages.start
+        if set(paths[start:start + self.pages.size]) & set(self.lit):
             return
         import bisect
         first = min((p for p in self.lit if p in paths), default=None)
         if first is not None:
-            self._start = bisect.bisect_left(paths, first) // self.page * self.page
+            self.pages.start = self.pages.start_of(bisect.bisect_left(paths, first))
 
     def _redraw_lit(self) -> None:
         if not self.loaded:
             return
-        self._show(self._start)
+        self._show()
         for box, sub in self._tree_files:
             self._render_files(box, sub)
 
