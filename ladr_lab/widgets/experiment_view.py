@@ -25,7 +25,7 @@ from ..experiments.html import (
     summary_html,
 )
 from .diff_view import DiffView
-from .parts import PAGE, View, button, head_html, html, ipw, layout, message_html
+from .parts import PAGE, PagedTable, View, button, head_html, html, ipw, layout, message_html
 from .trace_view import TraceView
 
 __all__ = ["EvaluationView", "ExperimentView"]
@@ -351,23 +351,14 @@ class EvaluationView(ExperimentView):
                       note("  (interrupted)") if ev.interrupted else None)
         self.header = html(head_html(head))
         self.status = w.Dropdown(options=["all", *sorted(counts)], value="all", description="status")
-        self.prev = button("◀", key="arrow", width="2.6em")
-        self.next = button("▶", key="arrow", width="2.6em")
-        self.page_label = html()
-        self.table = html()
-        self.table.add_class("ladr-eval-table")
-        self.row_pick = w.Dropdown(options=[], description="open row")
+        self.pages = PagedTable(self.rows, evaluation_rows_html, size=page, controls=[self.status],
+                                pick=lambda c, _i: c.row, on_pick=self.open_row, cls="ladr-eval-table")
+        self.prev, self.next, self.page_label = self.pages.prev, self.pages.next, self.pages.page_label
+        self.table, self.row_pick = self.pages.table, self.pages.pick
         self.row_box = w.VBox([])
         self.trace_view: TraceView | None = None
-        self.widget = self._root([self.header, w.HBox([self.status, self.prev, self.page_label, self.next],
-                                                      layout=w.Layout(align_items="center")),
-                                  self.table, self.row_pick, self.row_box])
-        self._start = 0
-        self.status.observe(lambda _c: self.show(0), names="value")
-        self.prev.on_click(lambda _b: self.show(self._start - self.page))
-        self.next.on_click(lambda _b: self.show(self._start + self.page))
-        self.row_pick.observe(lambda c: self.open_row(c["new"]) if c["new"] else None, names="value")
-        self.show(0)
+        self.widget = self._root([self.header, self.pages.widget, self.row_box])
+        self.status.observe(lambda _c: self.pages.show(0), names="value")
 
     def rows(self) -> list[CellResult]:  # type: ignore[override]
         """The rows the status filter lets through."""
@@ -376,15 +367,7 @@ class EvaluationView(ExperimentView):
 
     def show(self, start: int) -> None:
         """Show the page of rows starting at `start`."""
-        rows = self.rows()
-        start = max(0, min(start, max(0, (len(rows) - 1) // self.page * self.page)))
-        self._start = start
-        self.table.value = str(evaluation_rows_html(rows, start, self.page))
-        shown = rows[start:start + self.page]
-        self.page_label.value = str(note(f"{start + 1 if rows else 0:,}–{start + len(shown):,} of {len(rows):,}"))
-        self.prev.disabled = start <= 0
-        self.next.disabled = start + self.page >= len(rows)
-        self.row_pick.options = [""] + [c.row for c in shown]
+        self.pages.show(start)
 
     def open_row(self, row: str) -> TraceView | None:
         """Show one row's run in a TraceView below the table."""
