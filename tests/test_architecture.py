@@ -193,6 +193,83 @@ def test_all_is_sorted_complete_and_documented(name):
             assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
 
 
+# packages each of whose modules (not only the package's face) has a sorted, complete and documented __all__
+MODULE_ALL_PACKAGES = ("search", "server")
+# deprecated aliases: importable by their old names (for old callers), listed in no __all__
+DEPRECATED_ALIASES = {"ladr_lab.server.limits": {"Limits"}, "ladr_lab.search.request": {"MODES"}}
+
+
+def _module_names() -> list[str]:
+    return [f"ladr_lab.{package}.{path.stem}" for package in MODULE_ALL_PACKAGES
+            for path in sorted((PKG / package).glob("*.py")) if path.name != "__init__.py"]
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """The public names a module binds at its top level (def, class, assignment)."""
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+def _names_imported_from_modules() -> dict[str, set[str]]:
+    """dotted module -> the public names that ladr_lab, the tests and the benchmarks import from it by name."""
+    root = PKG.parent
+    found: dict[str, set[str]] = {}
+    for folder in (PKG, root / "tests", root / "benchmarks"):
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                if node.level:
+                    base = list(parts[:-1])[: len(parts) - node.level]
+                    module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                else:
+                    module = node.module or ""
+                found.setdefault(module, set()).update(a.name for a in node.names if not a.name.startswith("_"))
+    return found
+
+
+@pytest.mark.parametrize("name", _module_names())
+def test_every_module_of_search_and_server_has_a_sorted_complete_documented_all(name):
+    """Complete: every public name the module defines, and every public name another module (or a test)
+    imports from it, is in its __all__ (a deprecated alias only stays importable)."""
+    import inspect
+
+    mod = importlib.import_module(name)
+    names = list(getattr(mod, "__all__", None) or [])
+    assert names, f"{name} has no __all__"
+    assert names == sorted(names), f"{name}.__all__ is not sorted"
+    assert len(set(names)) == len(names), f"{name}.__all__ lists a name twice"
+    missing = [n for n in names if not hasattr(mod, n)]
+    assert not missing, f"{name}.__all__ lists {missing}, which it does not have"
+    tree = ast.parse(Path(mod.__file__).read_text())
+    aliases = DEPRECATED_ALIASES.get(name, set())
+    wanted = (_defined_names(tree) | _names_imported_from_modules().get(name, set())) - aliases
+    assert wanted <= set(names), f"{name} has public names its __all__ does not list: {sorted(wanted - set(names))}"
+    assert not aliases & set(names), f"{name}.__all__ lists a deprecated alias"
+    for n in names:
+        obj = getattr(mod, n)
+        if inspect.isclass(obj) or inspect.isroutine(obj):
+            assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
+
+
+def test_a_deprecated_alias_is_the_renamed_thing():
+    from ladr_lab.search import request
+    from ladr_lab.server import limits
+
+    assert limits.Limits is limits.HttpLimits and request.MODES is request.SEARCH_MODES
+    with pytest.warns(DeprecationWarning, match="HttpLimits"):
+        from ladr_lab.server import Limits
+    assert Limits is limits.HttpLimits
+
+
 def test_architecture_document_agrees_with_layers():
     """docs/ARCHITECTURE.md's layer table names the same packages at the same layers as LAYERS."""
     import re

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+__all__ = ["Chunk", "MAX_CHARS", "iter_chunks", "title_of"]
+
 MAX_CHARS = 1000
 _HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
 _PARA = re.compile(r"\n[ \t]*\n")

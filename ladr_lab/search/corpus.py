@@ -36,6 +36,8 @@ from .similar import FolderVectors, folder_vectors
 from .sparse import SparseIndex, SparseView
 from .trust import assess
 
+__all__ = ["ChunkRec", "Corpus", "Doc", "EMBED_BATCH", "SYSTEM_FIELDS", "Snapshot"]
+
 SYSTEM_FIELDS = {"slate": "string", "folder": "string", "path": "string", "size": "number",
                  "modified": "string", "created": "string"}
 EMBED_BATCH = 64

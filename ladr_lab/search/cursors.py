@@ -19,7 +19,7 @@ MAX_SESSIONS = 1024
 MAX_SESSION_IDS = 100_000
 MAX_CURSORS = 512
 
-__all__ = ["MAX_CURSORS", "MAX_SESSIONS", "MAX_SESSION_IDS", "Cursors", "RecallMore", "Sessions"]
+__all__ = ["Cursors", "MAX_CURSORS", "MAX_SESSIONS", "MAX_SESSION_IDS", "RecallMore", "Sessions"]
 
 
 class Cursors:

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+__all__ = ["DenseIndex", "DenseView", "SPARSE_QUERY_MAX_NNZ"]
+
 SPARSE_QUERY_MAX_NNZ = 64    # up to this many non-zero query components, score column by column
 _POSITIVE = 1e-12             # what counts as a positive similarity (as Folder.similar)
 

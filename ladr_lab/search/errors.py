@@ -1,13 +1,18 @@
-"""The errors of a retrieval request (LadrError subclasses); the server turns each into its JSON-RPC code.
+"""The errors of a retrieval request (LadrError subclasses).
 
     SearchError(LadrError)
-    ├── InvalidRequestParams     a parameter is missing, of the wrong type or out of range   (-32602)
-    ├── OptionUnsupported        a known option this engine cannot honour, with strict: true  (-32005)
-    └── SnapshotGone             the pinned indexVersion is no longer kept                    (-32010)
+    ├── InvalidRequestParams     a parameter is missing, of the wrong type or out of range
+    ├── OptionUnsupported        a known option this engine cannot honour, with strict: true
+    └── SnapshotGone             the pinned indexVersion is no longer kept
+
+The search layer names what went wrong, not how a wire says it: the server's one table of codes
+(`server.protocol.ERROR_CODES`) turns each into its JSON-RPC code, for both of its faces.
 """
 from __future__ import annotations
 
 from ..errors import LadrError
+
+__all__ = ["InvalidRequestParams", "OptionUnsupported", "SearchError", "SnapshotGone"]
 
 
 class SearchError(LadrError):

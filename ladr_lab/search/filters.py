@@ -18,6 +18,8 @@ from typing import Any
 
 from .errors import InvalidRequestParams
 
+__all__ = ["MAX_DEPTH", "MAX_IN_VALUES", "MAX_NODES", "OPS", "Predicate", "field_type", "load_filter"]
+
 OPS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "contains")
 MAX_DEPTH = 32
 MAX_NODES = 1000

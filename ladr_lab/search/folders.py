@@ -23,6 +23,8 @@ from typing import Any
 
 from ..errors import LadrError
 
+__all__ = ["FileStats", "Watch", "vector_cache"]
+
 
 def vector_cache(folder: Any) -> Any:
     """The folder's embedding-vector cache (ladr_lab.slate.vectors.VectorCache)."""

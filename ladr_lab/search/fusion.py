@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+__all__ = ["RRF_K", "mmr", "recency_factor", "rrf", "sigmoid", "timestamp", "weighted"]
+
 RRF_K = 60
 
 

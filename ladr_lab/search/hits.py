@@ -18,6 +18,9 @@ from ..slate.cache import ReadOnlyDict
 from . import fusion
 from .corpus import Snapshot
 
+__all__ = ["SPARSE_CONFIDENCE_HALF", "confidence", "frag_key", "hit_dicts", "hits_json", "rest_json",
+           "sparse_hits_json", "sparse_page_json", "static_part", "unit_text", "unit_vector"]
+
 SPARSE_CONFIDENCE_HALF = 10.0
 
 
@@ -27,6 +30,7 @@ def _num(v: Any) -> str:
 
 
 def unit_vector(snap: Snapshot, key: str, unit: str) -> list[float] | None:
+    """The dense vector of a unit (a document or a chunk) in a snapshot; None when it has none."""
     if unit == "chunk":
         return snap.chunk_dense.vector(key) if snap.chunk_dense is not None else None
     doc = snap.docs.get(key)
@@ -35,12 +39,16 @@ def unit_vector(snap: Snapshot, key: str, unit: str) -> list[float] | None:
     view = snap.dense.get(doc.folder_key)
     return view.vector(doc.rel) if view is not None else None
 
+
 def unit_text(snap: Snapshot, key: str, unit: str) -> str:
+    """The text of a unit (a document or a chunk) in a snapshot."""
     if unit == "chunk":
         return snap.chunks[key].text
     return snap.docs[key].text
 
+
 def confidence(st: Mapping, mode: str, reranked: bool) -> float:
+    """A hit's `confidence` from its stage scores `st` (pipeline.py's module docstring says how, per mode)."""
     if reranked and "rerank" in st:
         return round(fusion.sigmoid(st["rerank"]), 6)
     sparse = st.get("sparse", 0.0)
@@ -50,6 +58,7 @@ def confidence(st: Mapping, mode: str, reranked: bool) -> float:
     cos = st.get("dense", st.get("cosine"))
     dconf = min(1.0, max(0.0, cos)) if cos is not None else 0.0
     return round(dconf if mode == "dense" else (sconf + dconf) / 2, 6)
+
 
 def frag_key(include_text: bool, fields: tuple | None) -> Any:
     """The key a unit's record caches its static part under (see `static_part`)."""

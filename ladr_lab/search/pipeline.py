@@ -1,7 +1,7 @@
 """The retrieval engine behind seed 002's `retrieve`: one call runs the whole pipeline over slates.
 
-`SearchEngine` is the interface a server talks to (`capabilities()`, `retrieve(params, progress)`),
-so a corpus that outgrows one machine can be served by another implementation (an OpenSearch or
+`SearchEngine` is the interface a server talks to (`capabilities()`, `retrieve(params, progress)`; a
+`JsonSearchEngine` also has `retrieve_json`, the same result as JSON text, which the server prefers), so a corpus that outgrows one machine can be served by another implementation (an OpenSearch or
 vector-database client) behind the same protocol. `EmbeddedEngine` is the default: tantivy BM25,
 numpy dense vectors from the slates' embedder, in this process.
 
@@ -35,6 +35,8 @@ from .plain import plain_answer
 from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_request
 from .transform import apply_transform
 
+__all__ = ["EmbeddedEngine", "JsonSearchEngine", "Progress", "SearchEngine", "snap_time"]
+
 Progress = Callable[[int, int, str, list | None], None]
 
 
@@ -48,6 +50,16 @@ class SearchEngine(Protocol):
 
     def retrieve(self, params: Mapping | RetrieveRequest, progress: Progress | None = None) -> dict:
         """Run one `retrieve` call; returns its JSON result (hits, usage, indexVersion, ...)."""
+        ...
+
+
+@runtime_checkable
+class JsonSearchEngine(SearchEngine, Protocol):
+    """A SearchEngine that can also write a result as JSON text, without building its hit dicts: the server
+    splices that text into its response (`EmbeddedEngine` is one)."""
+
+    def retrieve_json(self, params: Mapping | RetrieveRequest, progress: Progress | None = None) -> str:
+        """`retrieve`, with the same result as compact JSON text."""
         ...
 
 

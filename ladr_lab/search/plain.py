@@ -20,6 +20,8 @@ from .errors import InvalidRequestParams
 from .hits import frag_key, sparse_hits_json, sparse_page_json, static_part
 from .request import MAX_QUERY_CHARS, load_fields
 
+__all__ = ["MAX_TAIL_SETS", "PLAIN_KEYS", "plain_answer"]
+
 MAX_TAIL_SETS = 16   # hit-field selections a snapshot keeps tails for
 PLAIN_KEYS = frozenset(("query", "k", "mode", "includeText", "fields"))
 _TAIL = (',"indexVersion":"%s",%s"usage":{"candidates":%d,"reranked":0,"latencyMs":%r,"returned":%d,'

@@ -2,10 +2,11 @@
 
 Every parameter of the seed is read here, and `PARAMS_SCHEMA` describes them as one JSON Schema (the
 MCP face's `retrieve` tool advertises it as its input schema; `KNOWN`, the names this server reads,
-is its properties plus `_meta`); a missing, mistyped or out-of-range value raises
-InvalidRequestParams (JSON-RPC -32602) naming it. Whether the engine can *honour* a well-formed
-option (a mode, a unit, a rerank or transform method) is decided by the engine, which raises
-OptionUnsupported (-32005) under `strict` or degrades and says so in `usage.notes`.
+is its properties plus `_meta`); a missing, mistyped or out-of-range value raises InvalidRequestParams
+naming it. Whether the engine can *honour* a well-formed option (a mode, a unit, a rerank or transform
+method) is decided by the engine, which raises OptionUnsupported under `strict` or degrades and says so in
+`usage.notes`. `SEARCH_MODES` are the recall modes of this request (`dense`, `sparse`, `hybrid`), a
+vocabulary apart from a ladder's request modes (`round.MODES`).
 """
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ from typing import Any
 from .errors import InvalidRequestParams
 from .filters import MAX_DEPTH, MAX_IN_VALUES, OPS
 
-MODES = ("dense", "sparse", "hybrid")
+__all__ = ["FUSIONS", "HIT_FIELDS", "KNOWN", "MAX_QUERY_CHARS", "MODALITIES", "PARAMS_SCHEMA", "RetrieveRequest",
+           "SEARCH_MODES", "TRANSFORMS", "UNITS", "load_fields", "load_request"]
+
+SEARCH_MODES = ("dense", "sparse", "hybrid")
+MODES = SEARCH_MODES   # deprecated alias: the old name, which `round.MODES` (a ladder's request modes) shares
 MODALITIES = ("text", "image", "audio", "code", "multimodal")
 FUSIONS = ("rrf", "weighted")
 TRANSFORMS = ("rewrite", "hyde", "multi-query", "decompose")
@@ -51,7 +56,7 @@ PARAMS_SCHEMA: dict[str, Any] = {
                             {"type": "array", "minItems": 1, "items": _CONTENT}],
                   "description": "the query: a string, or Content block(s)"},
         "k": _int_schema(1, "the number of hits to return (clamped to retrieve.maxK)", 10),
-        "mode": {"enum": list(MODES), "description": "dense, sparse or hybrid (capabilities.retrieve.modes)"},
+        "mode": {"enum": list(SEARCH_MODES), "description": "dense, sparse or hybrid (capabilities.retrieve.modes)"},
         "modality": {"enum": list(MODALITIES), "default": "text", "description": "the query modality"},
         "candidateK": _int_schema(1, "recall-stage candidates before rerank (default max(k, 100))"),
         "fusion": {"type": "object", "description": "how hybrid mode combines its dense and sparse lists",
@@ -235,7 +240,7 @@ def load_request(params: Any) -> RetrieveRequest:
     req = RetrieveRequest(query=text, non_text_query=non_text)
     req.unknown = sorted(str(k) for k in params if k not in KNOWN)
     req.k = _int(params, "k", 1)
-    req.mode = _enum(params, "mode", MODES)
+    req.mode = _enum(params, "mode", SEARCH_MODES)
     req.modality = _enum(params, "modality", MODALITIES) or "text"
     req.candidate_k = _int(params, "candidateK", 1)
     req.transform = None

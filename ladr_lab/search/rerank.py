@@ -2,7 +2,7 @@
 
 `CrossEncoderReranker` runs a sentence-transformers CrossEncoder (the optional `rerank` extra),
 loaded from a local directory or by name; its scores are logits, turned into `confidence` by the
-logistic function. An engine without a reranker answers a rerank request with -32005 (strict) or
+logistic function. An engine without a reranker answers a rerank request with OptionUnsupported (strict) or
 a note in `usage.notes`, never with a pretend reranking.
 """
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from .errors import SearchError
+
+__all__ = ["CrossEncoderReranker", "Reranker"]
 
 
 @runtime_checkable

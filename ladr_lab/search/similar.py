@@ -15,6 +15,8 @@ from typing import Any
 from .dense import DenseIndex, DenseView
 from .folders import FileStats, Watch, vector_cache
 
+__all__ = ["FolderVectors", "folder_vectors", "similar"]
+
 
 class FolderVectors:
     """The dense index of one folder's files, brought up to date on demand (see `view`)."""

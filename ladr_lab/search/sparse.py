@@ -20,6 +20,8 @@ import threading
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+__all__ = ["HEAP_BYTES", "MAX_QUERY_WORDS", "SparseIndex", "SparseView", "query_words"]
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS = 1024
 HEAP_BYTES = 20_000_000  # tantivy wants at least 15 MB per writer thread

@@ -4,13 +4,15 @@ Each asks the model one question (system + user message, `complete(messages, ste
 and reads its answer: `rewrite` -> one better search query; `hyde` -> a hypothetical passage that
 would answer the query (used as the query text); `multi-query` and `decompose` -> several queries,
 one per line, each recalled and then fused by reciprocal rank. Without a model, the engine answers
-a transform with -32005 (strict) or a note.
+a transform with OptionUnsupported (strict) or a note.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..models.base import CallInfo
+
+__all__ = ["MAX_QUERIES", "PROMPTS", "apply_transform"]
 
 PROMPTS = {
     "rewrite": "Rewrite the user's search query into one clear, specific search query for a document "

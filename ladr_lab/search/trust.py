@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["assess"]
+
 _SIGNALS = [
     re.compile(r"\b(ignore|disregard|forget|override)\b[^.\n]{0,40}\b(previous|prior|above|earlier|all|any|your)\b"
                r"[^.\n]{0,20}\b(instructions?|prompts?|rules?|directions?|guidelines?)", re.I),

@@ -10,15 +10,15 @@ yet sent because the client waits for `100 Continue`, says `Connection: close` s
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Any
 
 from .protocol import Dispatcher, to_json, too_large, wire_bytes
+from .serving import token_matches
 
-__all__ = ["DISCARD_FACTOR", "PATHS", "RpcApp"]
+__all__ = ["DISCARD_FACTOR", "PATHS", "Receive", "RpcApp", "Send"]
 
 DISCARD_FACTOR = 16
 PATHS = ("/", "/rpc")
@@ -70,7 +70,7 @@ class RpcApp:
         if scope["path"] not in PATHS:
             await reply.refuse(404, "not found")
             return
-        if self.token and not _token_matches(headers.get("authorization", ""), self.token):
+        if self.token and not token_matches(headers.get("authorization", ""), self.token):
             await reply.refuse(401, "missing or wrong bearer token", extra={"www-authenticate": "Bearer"})
             return
         if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
@@ -177,13 +177,6 @@ async def _read_body(receive: Receive) -> bytes | None:
         parts.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(parts)
-
-
-def _token_matches(authorization: str, token: str) -> bool:
-    """True when `authorization` is `Bearer TOKEN` (the scheme in any case, RFC 9110 11.1), compared in constant time."""
-    scheme, _, credentials = authorization.strip().partition(" ")
-    return hmac.compare_digest(scheme.lower().encode("latin-1") + b" " + credentials.strip().encode("latin-1"),
-                               b"bearer " + token.encode("utf-8"))
 
 
 def _event(text: str) -> bytes:

@@ -26,6 +26,8 @@ from typing import Any
 
 from ..errors import LadrError
 
+__all__ = ["MAX_RETRY_AFTER", "RetrieveClient", "RetrieveError", "to_params"]
+
 
 class RetrieveError(LadrError):
     """A JSON-RPC error answered by the server (or a transport failure, code None)."""

@@ -1,6 +1,6 @@
 """The HTTP server's bounds against floods: connection limit, eviction, read timeouts, fast 503.
 
-`Limits` holds the numbers; `limited_protocol(limits)` builds the connection protocol uvicorn runs,
+`HttpLimits` holds the numbers; `limited_protocol(limits)` builds the connection protocol uvicorn runs,
 a subclass of its h11 protocol (uvicorn has no header-read timeout for h11, and its own
 `limit_concurrency` answers 503 only once a request has arrived, holding the descriptor meanwhile).
 Each connection is in one phase: `wait` (no request head yet: nothing sent, half a head, or idle
@@ -23,7 +23,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "limited_protocol"]
+__all__ = ["HttpLimits", "REJECT_LINGER", "SLOW_BODY", "limited_protocol"]
 
 SLOW_BODY = 1.0       # seconds after which a body still arriving may be evicted to admit a new connection
 REJECT_LINGER = 1.0   # seconds a refused connection keeps reading (and dropping) so its 503 is not lost to a reset
@@ -31,7 +31,7 @@ _BUSY_BODY = b'{"error":"the server is busy: retry later"}'
 
 
 @dataclass(frozen=True)
-class Limits:
+class HttpLimits:
     """How many connections the HTTP server holds at once, and how long each may take to speak."""
 
     max_connections: int = 256
@@ -49,13 +49,16 @@ class Limits:
                 raise ValueError(f"{name} must be positive")
 
 
+Limits = HttpLimits   # deprecated alias: the old name, which `engine.Limits` (the fetch bounds) shares
+
+
 def _raw(code: int, reason: str, body: bytes = b"", extra: str = "") -> bytes:
     """An HTTP/1.1 answer that closes the connection, written outside h11 (the connection then ends)."""
     return (f"HTTP/1.1 {code} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
             f"{extra}connection: close\r\n\r\n").encode("ascii") + body
 
 
-def limited_protocol(limits: Limits) -> type:
+def limited_protocol(limits: HttpLimits) -> type:
     """uvicorn's h11 protocol class, bounded by `limits` (uvicorn and h11 are imported only here)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol

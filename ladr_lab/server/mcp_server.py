@@ -6,8 +6,10 @@ the same `load_request` as the JSON-RPC face) and whose result is the JSON-RPC r
 content and as its JSON text; and with the served slates' files as resources (`slate:TITLE/FOLDER/PATH`,
 `server/resources.py`). A bad argument is a tool result with `isError: true` naming the parameter, never a
 protocol error; an unknown tool, a refused resource URI (`-32602`) and a missing file (`-32002`) are
-protocol errors. `serve_mcp_stdio` serves it on standard input and output; `McpHttpServer` serves it as
-streamable HTTP at `/mcp` on uvicorn, behind the JSON-RPC face's Host/Origin admission and bearer token.
+protocol errors. Every code, and the words a failed call's text names it by, is read from
+`protocol.ERROR_CODES`, the table the JSON-RPC face answers by. `serve_mcp_stdio` serves it on standard
+input and output; `McpHttpServer` serves it as streamable HTTP at `/mcp` on uvicorn, behind the JSON-RPC
+face's Host/Origin admission and bearer token (`serving.py`).
 The SDK is imported only inside this module's functions (`import ladr_lab` never loads it).
 """
 from __future__ import annotations
@@ -18,17 +20,15 @@ from typing import Any
 from ..search.errors import SearchError
 from ..search.pipeline import SearchEngine
 from ..search.request import PARAMS_SCHEMA
-from .asgi import _token_matches
-from .http import LOOPBACK_HOSTS, Admission, Serving, _listen, _server_class, accept_backlog
-from .protocol import INTERNAL_ERROR, MAX_REQUEST_BYTES, code_of, to_json
+from .protocol import MAX_REQUEST_BYTES, RESOURCE_NOT_FOUND, code_of, to_json, words_of
 from .resources import ResourceMissing, ResourceRefused, SlateResources
+from .serving import LOOPBACK_HOSTS, Admission, Serving, accept_backlog, listen, server_class, token_matches
 
-__all__ = ["MCP_PATH", "OUTPUT_SCHEMA", "RESOURCE_NOT_FOUND", "TOOL_NAME", "McpHttpServer", "build_mcp_server",
-           "call_retrieve", "serve_mcp_stdio"]
+__all__ = ["MCP_PATH", "McpHttpServer", "OUTPUT_SCHEMA", "RESOURCE_NOT_FOUND", "TOOL_NAME",
+           "build_mcp_server", "call_retrieve", "serve_mcp_stdio"]
 
 TOOL_NAME = "retrieve"
 MCP_PATH = "/mcp"
-RESOURCE_NOT_FOUND = -32002   # the MCP specification's code for a resource that does not exist
 # the result of seed 002's `retrieve` (docs/server.md), loosely: the SDK's client checks structured content with it
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -41,8 +41,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 _DESCRIPTION = ("Search the served slates (seed 002's retrieve): BM25 and dense recall, fusion, rerank, MMR, "
                 "metadata filters (a filter on field `slate`, `folder` or `path` narrows to a slate, a folder or a "
                 "file), token budgets and cursors. Each hit's citation.uri is a resource to read the whole file.")
-_KINDS = {-32602: "invalid params", -32005: "option unsupported", -32010: "index version gone",
-          INTERNAL_ERROR: "internal error"}
 
 
 def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None) -> tuple[dict, bool]:
@@ -55,7 +53,7 @@ def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None) -> tup
         if exc.data:
             error["data"] = exc.data
     except Exception as exc:  # noqa: BLE001 - a bug answers this call, and the server keeps serving
-        code, message = INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"
+        code, message = code_of(exc), f"{type(exc).__name__}: {exc}"
         error = {"code": code, "message": message}
     return {"error": error}, True
 
@@ -82,7 +80,7 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
         result, failed = await anyio.to_thread.run_sync(call_retrieve, engine, params.arguments)
         if failed:
             err = result["error"]
-            text = f"retrieve failed, {_KINDS.get(err['code'], 'error')} ({err['code']}): {err['message']}"
+            text = f"retrieve failed, {words_of(err['code'])} ({err['code']}): {err['message']}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                         structured_content=result, is_error=True)
         return types.CallToolResult(content=[types.TextContent(type="text", text=to_json(result))],
@@ -93,7 +91,7 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
         try:
             page, nxt = await anyio.to_thread.run_sync(resources.page, cursor)
         except ResourceRefused as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+            raise MCPError(code_of(exc), str(exc)) from None
         return types.ListResourcesResult(
             resources=[types.Resource(uri=f.uri, name=f.path, mime_type=f.mime_type, size=f.size) for f in page],
             next_cursor=nxt)
@@ -103,9 +101,9 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
         try:
             data, mime = await anyio.to_thread.run_sync(resources.read, uri)
         except ResourceRefused as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+            raise MCPError(code_of(exc), str(exc)) from None
         except ResourceMissing as exc:
-            raise MCPError(RESOURCE_NOT_FOUND, str(exc), {"uri": uri}) from None
+            raise MCPError(code_of(exc), str(exc), {"uri": uri}) from None
         try:
             contents: Any = types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
         except UnicodeDecodeError:
@@ -148,7 +146,7 @@ class _Guard:
             await _refuse(send, 403, "this Host is not allowed (see --allow-host)")
         elif not self.admission.origin_allowed(headers.get("origin")):
             await _refuse(send, 403, "this Origin is not allowed (see --allow-origin)")
-        elif self.token and not _token_matches(headers.get("authorization", ""), self.token):
+        elif self.token and not token_matches(headers.get("authorization", ""), self.token):
             await _refuse(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
         else:
             await self.app(scope, receive, send)
@@ -184,12 +182,12 @@ class McpHttpServer(Serving):
             streamable_http_path=MCP_PATH, host=host if host in LOOPBACK_HOSTS else "0.0.0.0",
             max_request_body_size=max(1, int(max_request_bytes)),
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-        self._sock = _listen(host or "0.0.0.0", port, accept_backlog(max_connections))
+        self._sock = listen(host or "0.0.0.0", port, accept_backlog(max_connections))
         config = uvicorn.Config(_Guard(app, Admission(allow_hosts, allow_origins), token), lifespan="on",
                                 ws="none", http="h11", interface="asgi3", loop="asyncio", log_config=None,
                                 log_level="error", access_log=False, server_header=False,
                                 headers=[("server", "ladr-lab-serve")], limit_concurrency=max_connections,
                                 timeout_keep_alive=math.ceil(keepalive_timeout), timeout_graceful_shutdown=2)
         # the JSON-RPC server's uvicorn subclass: connections still open past the grace period are closed
-        self._serve_on(_server_class()(config), self._sock)
+        self._serve_on(server_class()(config), self._sock)
 

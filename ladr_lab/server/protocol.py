@@ -8,6 +8,10 @@ unexpected -32603, each answered while the server keeps serving. A message over 
 (1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`) is -32600 before it is parsed,
 and the transports refuse to read one past it.
 
+`ERROR_CODES` is the one table from an error class to its JSON-RPC code and the words that name it; both
+faces read it (`code_of`, `words_of`): this dispatcher and the MCP face (`mcp_server.py`), whose resource
+errors are in it too.
+
 Methods: `initialize` (server info and the capabilities of seed 002), `retrieve`, `ping`.
 Notifications from the client (`notifications/initialized`, `notifications/cancelled`) are accepted
 and need no answer. A `retrieve` with `_meta.progressToken` sends `notifications/progress`
@@ -24,7 +28,13 @@ from typing import Any
 
 from ..errors import LadrError
 from ..search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
-from ..search.pipeline import SearchEngine
+from ..search.pipeline import JsonSearchEngine, SearchEngine
+from .resources import ResourceMissing, ResourceRefused
+
+__all__ = ["Dispatcher", "ERROR_CODES", "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "MAX_BATCH",
+           "MAX_REQUEST_BYTES", "METHOD_NOT_FOUND", "Notify", "OPTION_UNSUPPORTED", "PARSE_ERROR", "PROTOCOL_VERSION",
+           "RESOURCE_NOT_FOUND", "SNAPSHOT_GONE", "code_of", "error_response", "to_json", "too_large", "wire_bytes",
+           "wire_safe", "words_of"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -33,6 +43,7 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 OPTION_UNSUPPORTED = -32005
 SNAPSHOT_GONE = -32010
+RESOURCE_NOT_FOUND = -32002   # the MCP specification's code for a resource that does not exist
 PROTOCOL_VERSION = "2025-06-18"
 MAX_BATCH = 1000
 MAX_REQUEST_BYTES = 1024 * 1024   # the default bound on one message (a request or a batch), both transports
@@ -55,15 +66,36 @@ def too_large(limit: int, size: int | None = None) -> dict:
                                                   "bytes (limits.maxRequestBytes)")
 
 
+class _NoSuchMethod(Exception):
+    """A method this server does not have (-32601); internal: `Dispatcher` answers it."""
+
+
+# error class -> (JSON-RPC code, the words the MCP face's text names it by); an exception takes the entry of the
+# nearest class of its MRO, so a SearchError or a LadrError outside the table (a bug) is Exception's -32603
+ERROR_CODES: dict[type[BaseException], tuple[int, str]] = {
+    InvalidRequestParams: (INVALID_PARAMS, "invalid params"),
+    OptionUnsupported: (OPTION_UNSUPPORTED, "option unsupported"),
+    SnapshotGone: (SNAPSHOT_GONE, "index version gone"),
+    _NoSuchMethod: (METHOD_NOT_FOUND, "method not found"),
+    ResourceRefused: (INVALID_PARAMS, "invalid params"),
+    ResourceMissing: (RESOURCE_NOT_FOUND, "resource not found"),
+    Exception: (INTERNAL_ERROR, "internal error"),
+}
+_WORDS = {code: words for code, words in ERROR_CODES.values()}
+
+
 def code_of(exc: BaseException) -> int:
-    """The JSON-RPC error code of an exception raised while serving a request."""
-    if isinstance(exc, InvalidRequestParams):
-        return INVALID_PARAMS
-    if isinstance(exc, OptionUnsupported):
-        return OPTION_UNSUPPORTED
-    if isinstance(exc, SnapshotGone):
-        return SNAPSHOT_GONE
+    """The JSON-RPC error code of an exception raised while serving a request (`ERROR_CODES`)."""
+    for cls in type(exc).__mro__:
+        entry = ERROR_CODES.get(cls)
+        if entry is not None:
+            return entry[0]
     return INTERNAL_ERROR
+
+
+def words_of(code: int) -> str:
+    """The words that name a JSON-RPC error code of `ERROR_CODES` in a message ("invalid params"); else "error"."""
+    return _WORDS.get(code, "error")
 
 
 def _valid_id(value: Any) -> bool:
@@ -111,6 +143,8 @@ class Dispatcher:
         self.engine = engine
         self.info = {"name": name, "version": version}
         self.max_request_bytes = max(1, int(max_request_bytes))
+        # the engine's result as JSON text, spliced in unparsed, when it can write one (search/pipeline.py)
+        self._json: JsonSearchEngine | None = engine if isinstance(engine, JsonSearchEngine) else None
         # the lean path of a plain sparse request (search/plain.py), when the engine has one
         self._plain: Callable[[dict], str | None] | None = getattr(engine, "retrieve_plain", None)
 
@@ -191,14 +225,14 @@ class Dispatcher:
             return error_response(id_, INVALID_REQUEST, 'Invalid Request: "params" must be an object or an array')
         try:
             result = self._call(method, params, notify)
-        except _NoSuchMethod:
-            return error_response(id_, METHOD_NOT_FOUND, f"Method not found: {method[:100]}") if has_id else None
+        except _NoSuchMethod as exc:
+            return error_response(id_, code_of(exc), f"Method not found: {method[:100]}") if has_id else None
         except SearchError as exc:
             return error_response(id_, code_of(exc), str(exc), exc.data or None) if has_id else None
         except LadrError as exc:
-            return error_response(id_, INTERNAL_ERROR, f"Internal error: {exc}") if has_id else None
+            return error_response(id_, code_of(exc), f"Internal error: {exc}") if has_id else None
         except Exception as exc:  # noqa: BLE001 - the server must outlive any request
-            return error_response(id_, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}") if has_id else None
+            return error_response(id_, code_of(exc), f"Internal error: {type(exc).__name__}: {exc}") if has_id else None
         if not has_id:
             return None  # a notification is never answered
         return {"jsonrpc": "2.0", "id": id_, "result": result}
@@ -227,9 +261,8 @@ class Dispatcher:
                     if hits is not None:
                         p["hits"] = hits
                     notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": p})
-            fast = getattr(self.engine, "retrieve_json", None)
-            if fast is not None:
-                return _Raw(fast(params if params is not None else {}, progress))
+            if self._json is not None:
+                return _Raw(self._json.retrieve_json(params if params is not None else {}, progress))
             return self.engine.retrieve(params if params is not None else {}, progress)
         raise _NoSuchMethod(method)
 
@@ -239,10 +272,6 @@ def _size(text: str | bytes, limit: int) -> int:
     if isinstance(text, bytes) or len(text) * 4 <= limit:
         return len(text)
     return len(text) if len(text) > limit else len(text.encode("utf-8", "surrogatepass"))
-
-
-class _NoSuchMethod(Exception):
-    pass
 
 
 class _Raw(str):

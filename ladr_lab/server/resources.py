@@ -19,8 +19,8 @@ from ..slate import SlateStore
 from ..slate.paths import normalize_rel, resolve_under
 from ..slate.reading import read_regular_file
 
-__all__ = ["MAX_RESOURCE_BYTES", "PAGE_SIZE", "SCHEME", "Listed", "ResourceMissing", "ResourceRefused",
-           "SlateResources"]
+__all__ = ["Listed", "MAX_RESOURCE_BYTES", "PAGE_SIZE", "ResourceMissing", "ResourceRefused", "SCHEME",
+           "SlateResources", "mime_type"]
 
 SCHEME = "slate:"
 PAGE_SIZE = 200                       # resources per `resources/list` page

@@ -14,6 +14,8 @@ from typing import BinaryIO
 
 from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
+__all__ = ["serve_stdio"]
+
 
 def _read_line(stream: BinaryIO, limit: int) -> tuple[bytes | None, bool]:
     """The next line (without its newline) and whether it was longer than `limit`; (None, False) at the end."""

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ladr_lab.server import HttpServer, RetrieveClient, RetrieveError
-from ladr_lab.server.http import Admission, host_name
+from ladr_lab.server.serving import Admission, host_name
 
 ENV = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
 

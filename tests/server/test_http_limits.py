@@ -15,12 +15,12 @@ import time
 import pytest
 
 from ladr_lab.server import HttpServer, RetrieveClient
-from ladr_lab.server.http import Limits
+from ladr_lab.server.limits import HttpLimits
 
 ENV = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 JSON = {"Content-Type": "application/json"}
-FAST = Limits(max_connections=16, header_timeout=0.5, body_timeout=0.5, keepalive_timeout=0.5)
+FAST = HttpLimits(max_connections=16, header_timeout=0.5, body_timeout=0.5, keepalive_timeout=0.5)
 
 
 def _rest() -> tuple[int, int]:
@@ -105,7 +105,7 @@ def test_an_idle_flood_past_the_limit_does_not_lock_out_a_client_and_resources_c
 
 
 def test_at_the_limit_the_connection_idle_longest_is_closed_first(dispatcher):
-    with HttpServer(dispatcher, limits=Limits(max_connections=2, header_timeout=5, keepalive_timeout=5)) as s:
+    with HttpServer(dispatcher, limits=HttpLimits(max_connections=2, header_timeout=5, keepalive_timeout=5)) as s:
         oldest = _raw(s)                              # nothing sent, opened first
         time.sleep(0.1)
         host, port = s.address
@@ -186,7 +186,7 @@ class BlockingDispatcher:
 
 def test_when_every_connection_is_busy_a_new_client_gets_a_fast_503_then_service_resumes():
     d = BlockingDispatcher()
-    with HttpServer(d, limits=Limits(max_connections=3, header_timeout=2, body_timeout=2, keepalive_timeout=2),
+    with HttpServer(d, limits=HttpLimits(max_connections=3, header_timeout=2, body_timeout=2, keepalive_timeout=2),
                     workers=3) as s:
         host, port = s.address
         results = []
@@ -218,7 +218,7 @@ def test_when_every_connection_is_busy_a_new_client_gets_a_fast_503_then_service
 def test_limits_are_checked():
     for bad in ({"max_connections": 0}, {"header_timeout": 0}, {"body_timeout": -1}, {"keepalive_timeout": 0}):
         with pytest.raises(ValueError):
-            Limits(**bad)
+            HttpLimits(**bad)
 
 
 def test_shutdown_is_prompt_and_returns_threads_and_descriptors(dispatcher):
@@ -295,7 +295,7 @@ def test_at_the_limit_the_oldest_slow_body_is_evicted_with_408_but_a_fresh_one_i
 
     head = (b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100\r\n\r\n{\"jsonrpc\"")
-    with HttpServer(dispatcher, limits=Limits(max_connections=3, header_timeout=10, body_timeout=10,
+    with HttpServer(dispatcher, limits=HttpLimits(max_connections=3, header_timeout=10, body_timeout=10,
                                               keepalive_timeout=10)) as s:
         first = _raw(s, head)
         time.sleep(0.2)
@@ -322,7 +322,7 @@ def test_the_client_waits_out_a_503_for_its_retry_after_then_is_answered_or_says
     assert [_retry_after(v) for v in (None, "2", "0", "-3", "soon", "600", "nan")] == [1.0, 2.0, 0.0, 0.0, 1.0,
                                                                                     MAX_RETRY_AFTER, 1.0]
     d = BlockingDispatcher()
-    with HttpServer(d, limits=Limits(max_connections=1, header_timeout=5, body_timeout=5, keepalive_timeout=5),
+    with HttpServer(d, limits=HttpLimits(max_connections=1, header_timeout=5, body_timeout=5, keepalive_timeout=5),
                     workers=2) as s:
         host, port = s.address
         held = http.client.HTTPConnection(host, port, timeout=10)   # kept open: its request holds the one place

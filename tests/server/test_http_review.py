@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ladr_lab.search import EmbeddedEngine
-from ladr_lab.server import Dispatcher, HttpServer, Limits
+from ladr_lab.server import Dispatcher, HttpLimits, HttpServer
 from ladr_lab.slate import SlateStore
 
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -80,7 +80,7 @@ def test_a_client_that_never_reads_its_answers_is_disconnected(big_dispatcher):
     """Pipelined large answers never read held its connection for ever: no timer runs while a
     request is in flight, so a handful of such clients kept every newcomer on 503. Past `send_timeout` they
     are dropped, and the server answers again."""
-    limits = Limits(max_connections=3, send_timeout=1.0, keepalive_timeout=60, header_timeout=60, body_timeout=60)
+    limits = HttpLimits(max_connections=3, send_timeout=1.0, keepalive_timeout=60, header_timeout=60, body_timeout=60)
     with HttpServer(big_dispatcher, limits=limits) as server:
         hogs = []
         try:
@@ -103,7 +103,7 @@ def test_a_client_that_never_reads_its_answers_is_disconnected(big_dispatcher):
 
 def test_send_timeout_must_be_positive():
     with pytest.raises(ValueError, match="send_timeout"):
-        Limits(send_timeout=0)
+        HttpLimits(send_timeout=0)
 
 
 def test_a_refused_expect_100_continue_closes_so_the_next_request_is_not_eaten_as_its_body(dispatcher):

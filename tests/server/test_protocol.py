@@ -234,3 +234,68 @@ def test_stdio_writes_an_unencodable_answer_escaped_and_keeps_serving(dispatcher
     lines = stdout.getvalue().decode("utf-8").splitlines()
     assert [json.loads(x)["id"] for x in lines] == [1, "\ud800", 3]
     assert lines[0] == '{"jsonrpc":"2.0","id":1,"result":"\\ud800"}'
+
+
+# --- one table of error codes, read by both faces ----------------------------------------------------------------
+class _Raising:
+    """A SearchEngine whose every retrieve raises `exc` (and which has no `retrieve_json`)."""
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def capabilities(self):
+        return {}
+
+    def retrieve(self, params, progress=None):
+        raise self.exc
+
+
+def _answered(exc):
+    """The error object the JSON-RPC face answers and the one the MCP face's tool result carries, for `exc`
+    (`call_retrieve` is the MCP tool's body; it needs no SDK)."""
+    from ladr_lab.server.mcp_server import call_retrieve
+
+    answer = call(Dispatcher(_Raising(exc)), "retrieve", {"query": "x"})["error"]
+    result, failed = call_retrieve(_Raising(exc), {"query": "x"})
+    assert failed
+    return answer, result["error"]
+
+
+def test_every_error_either_face_answers_has_one_entry_with_its_wire_code():
+    """The codes on the wire, and the words the MCP face's text names them by, are those of before the table."""
+    from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SnapshotGone
+    from ladr_lab.server import protocol
+    from ladr_lab.server.resources import ResourceMissing, ResourceRefused
+
+    assert protocol.ERROR_CODES == {
+        InvalidRequestParams: (-32602, "invalid params"), OptionUnsupported: (-32005, "option unsupported"),
+        SnapshotGone: (-32010, "index version gone"), protocol._NoSuchMethod: (-32601, "method not found"),
+        ResourceRefused: (-32602, "invalid params"), ResourceMissing: (-32002, "resource not found"),
+        Exception: (-32603, "internal error")}
+    words: dict[int, str] = {}
+    for code, name in protocol.ERROR_CODES.values():   # a code is named by one set of words
+        assert words.setdefault(code, name) == name
+        assert protocol.words_of(code) == name
+    assert protocol.words_of(-1) == "error"
+
+
+@pytest.mark.parametrize("exc,code", [
+    ("InvalidRequestParams", -32602), ("OptionUnsupported", -32005), ("SnapshotGone", -32010),
+    ("SearchError", -32603), ("LadrError", -32603), ("ZeroDivisionError", -32603)])
+def test_both_faces_answer_an_error_with_the_same_code(exc, code):
+    import builtins
+
+    import ladr_lab
+    from ladr_lab.server.protocol import code_of
+
+    error = (getattr(ladr_lab, exc, None) or getattr(builtins, exc))("went wrong")
+    rpc, mcp = _answered(error)
+    assert rpc["code"] == mcp["code"] == code_of(error) == code
+
+
+def test_an_engine_that_writes_json_is_a_json_search_engine(dispatcher):
+    from ladr_lab.search.pipeline import JsonSearchEngine, SearchEngine
+
+    assert isinstance(dispatcher.engine, JsonSearchEngine)
+    plain = _Raising(ValueError("x"))
+    assert isinstance(plain, SearchEngine) and not isinstance(plain, JsonSearchEngine)
