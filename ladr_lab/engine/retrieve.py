@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PathRefused, SlateError
-from ..round.prompt import SEPARATOR, render_entry
+from ..round.prompt import SEPARATOR, Entry, render_entry
+from ..round.records import Fetched
 from ..round.vocabulary import MODES
 from ..search import similar as nearest_files
 from ..slate.metatags import FOLDER_LEVEL
-from ..trace import Fetched
 
 if TYPE_CHECKING:
     from ..slate import Folder
@@ -41,19 +41,6 @@ class Limits:
 
     entry_chars: int = 50_000
     round_chars: int = 200_000
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One retrieved entry: its trace record and the body the model is shown.
-
-    `shown` is False for an entry past the round's bound: the trace records it (`left_out`) but the model
-    sees it only counted in the round's closing summary entry, which has `recorded` False."""
-
-    fetched: Fetched
-    content: str | None = None
-    shown: bool = True
-    recorded: bool = True
 
 
 def _short(value: Any, n: int = 60) -> str:
