@@ -217,7 +217,7 @@ def test_import_ladr_lab_loads_no_heavy_package():
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models", "ladr_lab.round",
+@pytest.mark.parametrize("name", ["ladr_lab", "ladr_lab.cli", "ladr_lab.config", "ladr_lab.engine", "ladr_lab.models", "ladr_lab.round",
                                   "ladr_lab.slate", "ladr_lab.runfiles", "ladr_lab.analysis", "ladr_lab.search",
                                   "ladr_lab.server", "ladr_lab.evaluation", "ladr_lab.trace", "ladr_lab.widgets", "ladr_lab.otel",
                                   "ladr_lab.display"])
@@ -231,6 +231,37 @@ def test_all_is_sorted_complete_and_documented(name):
     for n in names:
         obj = getattr(mod, n)
         if callable(obj):
+            assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
+
+
+# packages every module of which lists its public names; a module waiting for a change of its own to land
+ALL_PER_MODULE = ("engine", "slate", "cli")
+ALL_PENDING = {"slate/globbing.py"}      # gets its __all__ with `match_glob`, which another change adds
+
+
+def _per_module_names() -> list[str]:
+    return [".".join(["ladr_lab", *path.relative_to(PKG).with_suffix("").parts])
+            for pkg in ALL_PER_MODULE for path in sorted((PKG / pkg).glob("*.py"))
+            if path.name != "__init__.py" and str(path.relative_to(PKG)) not in ALL_PENDING]
+
+
+@pytest.mark.parametrize("name", _per_module_names())
+def test_every_module_of_engine_slate_and_cli_has_a_sorted_complete_documented_all(name):
+    """Each module's `__all__` is sorted, names only what the module has, lists every public class and function
+    it defines, and every class and function it lists has a docstring."""
+    import inspect
+
+    mod = importlib.import_module(name)
+    assert hasattr(mod, "__all__"), f"{name} has no __all__"
+    names = list(mod.__all__)
+    assert names == sorted(names), f"{name}.__all__ is not sorted"
+    assert [n for n in names if not hasattr(mod, n)] == [], f"{name}.__all__ names what it does not have"
+    own = {k for k, v in vars(mod).items() if not k.startswith("_") and (inspect.isclass(v) or inspect.isfunction(v))
+           and v.__module__ == name}
+    assert own <= set(names), f"{name} defines {sorted(own - set(names))} without listing them"
+    for n in names:
+        obj = getattr(mod, n)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
             assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
 
 

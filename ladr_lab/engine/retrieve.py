@@ -25,6 +25,8 @@ from ..slate.metatags import FOLDER_LEVEL
 if TYPE_CHECKING:
     from ..slate import Folder
 
+__all__ = ["DEFAULT_TOP_K", "Entry", "GAP", "Limits", "MIN_PIECE", "bounded_text", "fetch", "left_out_note"]
+
 DEFAULT_TOP_K = 5
 MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
 GAP = len(SEPARATOR)   # the blank line between two entries of a block, as the prompt joins them
