@@ -6,13 +6,14 @@ from .diff import RunDiff, diff_runs
 from .labels import load_labels, save_labels
 from .lint import Finding, LintReport, lint
 from .prompts import SectionDiff, diff_prompts, round_diff
-from .rejudge import NoStepsInCommon, rejudge, rejudge_rows
+from .rejudge import NoStepsInCommon, Rejudging, rejudge, rejudge_rows
 from .tuning import SchemaTuning, tune_request_match
 
 __all__ = [
     "Finding",
     "LintReport",
     "NoStepsInCommon",
+    "Rejudging",
     "RunDiff",
     "SchemaTuning",
     "SectionDiff",

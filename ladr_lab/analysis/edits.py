@@ -9,7 +9,6 @@ from ..config import iter_schema_problems
 from ..config.model import Ladder
 from ..config.standalone import read_schema
 from ..errors import ConfigError
-from .positions import as_ladder
 
 _TESTS = frozenset({"requestMatch", "jsonMatches", "match", "equals"})
 
@@ -27,7 +26,7 @@ class Edits:
             for step_id, value in edited.items():
                 self.tests[str(step_id)] = _tests_of(str(step_id), value)
         else:
-            self.ladder = as_ladder(edited)
+            self.ladder = Ladder.of(edited)
 
     def _step(self, step_id: str):
         # looked up once per step: re-judging asks for every recorded output

@@ -1,6 +1,6 @@
 """Static views of analysis results: a `LintReport` (findings with evidence and fixes), a `RunDiff` (totals,
-the first divergence, the aligned rows that differ) and a `SchemaTuning` (scores per variant, the outputs with
-each variant's verdict).
+the first divergence, the aligned rows that differ), a `Rejudging` (the re-judged verdicts, flips first in
+colour) and a `SchemaTuning` (scores per variant, the outputs with each variant's verdict).
 
 Tables are bounded (`ROWS` rows; the rest counted): the widget (`DiffView`) pages through all.
 """
@@ -27,10 +27,11 @@ from ..display import (
 if TYPE_CHECKING:
     from .diff import RunDiff
     from .lint import Finding, LintReport
+    from .rejudge import Rejudging
     from .tuning import SchemaTuning
 
-__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "lint_html", "tuning_html", "tuning_outputs_html",
-           "tuning_scores_html", "verdict_badge", "where_label"]
+__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "lint_html", "rejudging_html", "tuning_html",
+           "tuning_outputs_html", "tuning_scores_html", "verdict_badge", "where_label"]
 
 ROWS = 200
 
@@ -125,6 +126,34 @@ def diff_html(d: RunDiff, max_rows: int = ROWS) -> str:
     else:
         body.append(tag("div", note(f"{len(differing):,} of {len(d.rows):,} aligned rows differ")))
     return root(*body, cls="ladr-diff", title="Run diff")
+
+
+def _verdict_mark(v: bool | None, unknown: bool = False) -> str:
+    return "?" if unknown and v is None else {True: "match", False: "no", None: "-"}[v]
+
+
+def rejudging_html(r: Rejudging, max_rows: int = ROWS) -> str:
+    """Re-judged verdicts: the counts, then (the first `max_rows` of) the rows, old → new, the deciding keyword
+    and paths and the effect of each flip; flipped rows highlighted."""
+    flips = r.flips
+    changed = sum(1 for x in r if x["changed"])
+    body: list = [tag("div", f"{plural(len(r), 'verdict')} re-judged, {len(flips)} flipped, "
+                             f"{changed} with a different outcome")]
+    cells, styles = [], []
+    for x in list(r)[:max_rows]:
+        old = "forced" if x["forced"] else _verdict_mark(x["old"])
+        decided = f"{x['keyword']} at {x['schema_path'] or '/'} (instance {x['instance_path'] or '/'})" \
+            if x["keyword"] else ""
+        cells.append(["" if x["seq"] is None else f"#{x['seq']}", where_label(x), x["test"],
+                      f"{old} → {_verdict_mark(x['new'], x['after_flip'] is not None)}",
+                      badge("flipped") if x["flipped"] else "", decided, x["effect"] or ""])
+        styles.append("background:rgba(188,76,0,0.08)" if x["flipped"] else None)
+    if cells:
+        body.append(table(["#", "where", "test", "old → new", "", "deciding keyword", "effect"], cells,
+                          row_styles=styles, cls="ladr-rejudge-rows"))
+    if len(r) > max_rows:
+        body.append(note(f"… {len(r) - max_rows:,} more rows"))
+    return root(*body, cls="ladr-rejudge", title="Re-judged")
 
 
 def verdict_badge(verdict: str | None) -> Html:

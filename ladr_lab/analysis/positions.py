@@ -68,12 +68,7 @@ def trace_label(trace: Any) -> str:
     return str(trace) if isinstance(trace, (str, Path)) else "trace"
 
 
-def as_ladder(ladder: Ladder | str | Path) -> Ladder:
-    """A Ladder from a Ladder or a ladder file (loaded and validated)."""
-    if isinstance(ladder, Ladder):
-        return ladder
-    from ..config import load_ladder
-    return load_ladder(ladder)
+as_ladder = Ladder.of       # the older name of `Ladder.of`: a Ladder, or a ladder file loaded and validated
 
 
 __all__ = ["Where", "as_ladder", "iter_located", "trace_label", "where"]

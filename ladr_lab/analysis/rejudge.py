@@ -6,7 +6,8 @@ and the new verdict, whether it flipped, the deciding keyword with its schema an
 the failure that now rejects it, or of the one that no longer does), and what the flip would change
 downstream (`effects.py`). Rows that come after an earlier flip in the same node, or in a later step,
 describe a path the run might no longer take: `after_flip` names that flip and their effect is
-"unknown".
+"unknown". `rejudge` returns the rows as a `Rejudging`: a report that is the list of row dicts, shows
+itself in a notebook and gives `.to_dataframe()` (and, as before, a DataFrame's columns and methods).
 
 Fast enough for a schema editor's keystrokes: each distinct output is extracted once (and kept across
 calls, since re-judging the same trace against the next edit is the common case), each distinct JSON
@@ -16,12 +17,13 @@ reported (see benchmarks/rejudge.py).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex, overload
 
 from ..config.model import Ladder
+from ..display import Displayable
 from ..errors import LadrError
 from ..round.verdict import Judge, extraction
 from ..trace import Call, Gate, LlmCall, StepEnd, Trace, Write
@@ -346,29 +348,86 @@ def _check_overlap(items: list[_Item], edits: Edits, path: Any) -> None:
                               "with, or an edit of it?)")
 
 
-def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping | Edits, *, step: str | None = None,
-                 slates: Mapping[str, str | Path] | None = None, detail: str = "flips") -> list[dict]:
-    """`rejudge` as a list of plain dicts (one per judged output, columns as in `COLUMNS`); raises
-    NoStepsInCommon when the ladder has none of the trace's steps."""
+class Rejudging(list[dict], Displayable):
+    """What re-judging a trace against an edited ladder decided: the list of row dicts (one per judged output,
+    keys as in `COLUMNS`; `len`, iteration and `r[i]` give the dicts themselves), shown in a notebook as a table.
+
+    `flips` are the rows whose verdict flipped, `to_dataframe()` the rows as a pandas DataFrame (columns in
+    `COLUMNS` order) and `to_text()` what `ladr-lab trace rejudge` prints. A column name or a DataFrame
+    attribute (`r.flipped`, `r[["old", "new"]]`, `r[r.flipped]`, `r.iloc[0]`, `r.query(...)`) answers as
+    the DataFrame does, so code written when `rejudge` returned a DataFrame keeps working."""
+
+    def __init__(self, rows: Iterable[dict] = ()) -> None:
+        super().__init__(rows)
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> dict: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> Rejudging: ...
+
+    @overload
+    def __getitem__(self, key: Any) -> Any: ...
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            return Rejudging(super().__getitem__(key))
+        if isinstance(key, SupportsIndex):
+            return super().__getitem__(key)
+        return self.to_dataframe()[key]          # a column, a list of columns or a mask: the DataFrame's answer
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names a list has not: a column (`r.flipped`) or DataFrame API (`r.iloc`)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.to_dataframe(), name)
+
+    @property
+    def flips(self) -> Rejudging:
+        """The rows whose verdict flipped."""
+        return Rejudging(r for r in self if r["flipped"])
+
+    def to_dataframe(self):
+        """The rows as a pandas DataFrame, one column per key of `COLUMNS` (pandas is imported here)."""
+        import pandas as pd
+        return pd.DataFrame(list(self), columns=list(COLUMNS))
+
+    def __repr__(self) -> str:
+        changed = sum(1 for r in self if r["changed"])
+        return f"<Rejudging: {len(self)} verdict(s), {len(self.flips)} flipped, {changed} with a different outcome>"
+
+    def to_text(self, *, flips_only: bool = False) -> str:
+        """The rows as a readable table (`flips_only`: the flips alone), as `ladr-lab trace rejudge` prints."""
+        return format_rows(self, flips_only=flips_only)
+
+    def to_html(self) -> str:
+        """The counts, then the re-judged rows (flips highlighted, bounded), as static HTML."""
+        from .html import rejudging_html
+        return rejudging_html(self)
+
+
+def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping | Edits, *, step: str | None = None,
+            slates: Mapping[str, str | Path] | None = None, detail: str = "flips") -> Rejudging:
+    """Re-judge every recorded output of a run against an edited ladder (or `{step_id: schema}`), with no
+    model call: a `Rejudging`, the rows of old and new verdicts, flips, their deciding keyword and paths,
+    and what each flip would change downstream ("unknown" where only the model could tell); its
+    `to_dataframe()` is the pandas table. Raises NoStepsInCommon when the ladder has none of the trace's steps.
+
+    `slates` binds slate titles to folders for computing what a would-be request fetches (default: the
+    ladder's `path:`); `detail="all"` gives the new reason of every row, not only of the flips."""
     if detail not in ("flips", "all"):
         raise ValueError('detail is "flips" (reasons and paths of the flips only) or "all"')
     t = Trace.of(trace)
     items, execs = _collect(t)
     edits = ladder if isinstance(ladder, Edits) else Edits(ladder)
     _check_overlap(items, edits, trace)
-    return _Rejudge(edits, dict(slates or {}), detail).run(items, execs, step)
+    return Rejudging(_Rejudge(edits, dict(slates or {}), detail).run(items, execs, step))
 
 
-def rejudge(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping, *, step: str | None = None,
-            slates: dict[str, str | Path] | None = None, detail: str = "flips"):
-    """Re-judge every recorded output of a run against an edited ladder (or `{step_id: schema}`), with no
-    model call: a pandas DataFrame of old and new verdicts, flips, their deciding keyword and paths, and
-    what each flip would change downstream ("unknown" where only the model could tell).
-
-    `slates` binds slate titles to folders for computing what a would-be request fetches (default: the
-    ladder's `path:`); `detail="all"` gives the new reason of every row, not only of the flips."""
-    import pandas as pd
-    return pd.DataFrame(rejudge_rows(trace, ladder, step=step, slates=slates, detail=detail), columns=list(COLUMNS))
+def rejudge_rows(trace: Trace | str | Path, ladder: Ladder | str | Path | Mapping | Edits, *, step: str | None = None,
+                 slates: Mapping[str, str | Path] | None = None, detail: str = "flips") -> Rejudging:
+    """`rejudge` by its older name: the same `Rejudging`, a list of plain dicts (columns as in `COLUMNS`)."""
+    return rejudge(trace, ladder, step=step, slates=slates, detail=detail)
 
 
 def _mark(v: bool | None, unknown: bool = False) -> str:
@@ -402,4 +461,4 @@ def format_rows(rows: list[dict], *, flips_only: bool = False) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["COLUMNS", "Edits", "NoStepsInCommon", "format_rows", "rejudge", "rejudge_rows"]
+__all__ = ["COLUMNS", "Edits", "NoStepsInCommon", "Rejudging", "format_rows", "rejudge", "rejudge_rows"]

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from ..errors import ConfigError, LadrError
+from .. import errors
 from . import eval as eval_
 from . import lint, run, schema, search_runs, serve, show, trace, validate
 from ._common import _problems
@@ -45,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except ConfigError as exc:
+    except errors.ConfigError as exc:
         for p in _problems(exc):
             print(p.format())
         return 1
-    except LadrError as exc:
+    except errors.LadrError as exc:
         print(f"ladr-lab: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -61,4 +61,4 @@ def main(argv: list[str] | None = None) -> int:
         return 141
 
 
-__all__ = ["RoundPrinter", "build_parser", "main"]
+__all__ = ["OutputClosed", "RoundPrinter", "build_parser", "main"]

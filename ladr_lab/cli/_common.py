@@ -6,6 +6,8 @@ import sys
 
 from ..errors import ConfigError, ConfigErrors, LadrError
 
+__all__ = ["USAGE_ERROR"]
+
 USAGE_ERROR = 2
 
 
@@ -36,18 +38,20 @@ def _problems(exc: ConfigError) -> list[ConfigError]:
 
 
 def _error_json(message: str, exc: BaseException | None = None) -> dict:
-    """What a command prints with --json when it fails before (or instead of) its own answer: the keys of
-    `run --json`'s summary (SPEC §9: status, output, llm_calls, error, and more), the error as data, and
-    for a ladder's problems every one of them as `ConfigError.to_dict()` (as `validate --json` prints)."""
+    """What a command prints with --json when it fails before (or instead of) its own answer: `run --json`'s
+    summary (`RunResult.to_dict()`, SPEC §9: status, output, llm_calls, error, and more) of a run that never
+    started, the error as data, and for a ladder's problems every one of them as `ConfigError.to_dict()` (as
+    `validate --json` prints) under `problems`."""
+    from ..engine.run import RunResult
     problems = _problems(exc) if isinstance(exc, ConfigError) else []
     first = problems[0] if problems else None
     where = (f"{first.file}:{first.line}:{first.column}" if first is not None and first.file and first.line
              else None)
-    return {"status": "error", "output": "", "llm_calls": 0, "error": message, "steps": 0, "cost": 0.0,
-            "tokens_in": 0, "tokens_out": 0, "error_type": type(exc).__name__ if exc is not None else None,
-            "error_step": getattr(exc, "step_id", None), "error_node": None,
-            "error_path": list(first.path) if first is not None and first.path else None, "error_where": where,
-            "divergence": None, "live_calls": None, "problems": [p.to_dict() for p in problems]}
+    result = RunResult(status="error", output="", llm_calls=0, error=message,
+                       error_type=type(exc).__name__ if exc is not None else None,
+                       error_step=getattr(exc, "step_id", None),
+                       error_path=list(first.path) if first is not None and first.path else None, error_where=where)
+    return {**result.to_dict(), "problems": [p.to_dict() for p in problems]}
 
 
 def _fail(a, message: str, code: int, exc: BaseException | None = None) -> int:

@@ -12,6 +12,8 @@ from ._common import USAGE_ERROR, _json_errors, _kv
 from .model_args import add_model_options, model_options
 from .run import _positive
 
+__all__ = ["add_parser", "cmd_eval", "cmd_experiment"]
+
 
 def _model_arg(model: str | None) -> str | None:
     # a script or replay path typed on the command line is relative to where the command runs

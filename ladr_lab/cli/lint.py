@@ -5,6 +5,8 @@ import json
 
 from ._common import _kv
 
+__all__ = ["add_parser", "cmd_lint"]
+
 
 def cmd_lint(a) -> int:
     """Print every finding (step, evidence, fix); exit 1 when there is one above info, or the ladder is invalid."""

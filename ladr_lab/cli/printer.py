@@ -10,6 +10,8 @@ from __future__ import annotations
 from ..trace import Event
 from ..trace.story import OUTPUT_CLIP, EndStory, RoundStory, StepStory, describe
 
+__all__ = ["OutputClosed", "RoundPrinter"]
+
 
 class OutputClosed(BaseException):
     """The reader of the printer's stream went away (`| head`): unwinds the run as Ctrl-C does (a BaseException,

@@ -12,6 +12,8 @@ from ._common import _fail, _kv, _problems
 from .model_args import add_model_options, model_options
 from .printer import RoundPrinter
 
+__all__ = ["add_parser", "cmd_run"]
+
 
 def cmd_run(a) -> int:
     """Run a ladder; print its rounds (or, with --json, one summary line)."""

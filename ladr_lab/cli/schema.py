@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["add_parser", "cmd_schema"]
+
 
 def cmd_schema(a) -> int:
     """Print the ladder JSON Schema, or write it to --out."""

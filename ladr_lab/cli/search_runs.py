@@ -10,6 +10,8 @@ import textwrap
 
 from ..errors import LadrError
 
+__all__ = ["add_parser", "cmd_search"]
+
 
 def _episode(value: str) -> int:
     from ..runfiles import parse_episode

@@ -9,6 +9,8 @@ import sys
 
 from ._common import _kv
 
+__all__ = ["add_parser", "build_engine", "build_store", "cmd_serve"]
+
 
 def _host_port(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")

@@ -7,6 +7,8 @@ import sys
 from ..trace import RunEnd, RunStart, Trace
 from .printer import RoundPrinter
 
+__all__ = ["add_parser", "cmd_show"]
+
 
 def cmd_show(a) -> int:
     """Print a recorded run: its header, then every round, gate and write, then how it ended."""

@@ -10,6 +10,8 @@ from ..errors import LadrError
 from ..trace import Trace
 from ._common import USAGE_ERROR, _fail, _json_errors, _kv
 
+__all__ = ["add_parser", "cmd_diff", "cmd_otel", "cmd_prompt", "cmd_rejudge", "cmd_tune"]
+
 
 def cmd_rejudge(a) -> int:
     """Re-judge a trace (or every row of an evaluation folder) against an edited ladder; exit 1 if a verdict flips."""

@@ -7,6 +7,8 @@ from pathlib import Path
 from ..errors import ConfigError
 from ._common import _kv
 
+__all__ = ["add_parser", "cmd_validate"]
+
 
 def cmd_validate(a) -> int:
     """Print every problem of a ladder; exit 1 if any, else print OK and the worst-case call count."""

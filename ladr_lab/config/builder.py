@@ -8,7 +8,7 @@ from .model import (
     Budget,
     CallSpec,
     FieldSpec,
-    Gate,
+    GateSpec,
     Retrieve,
     SlateWrite,
     Source,
@@ -102,10 +102,10 @@ def _slate_write(raw: dict, p: tuple) -> SlateWrite:
                       field=raw.get("field"), key=raw.get("key"), path=p)
 
 
-def _gate(raw: dict, p: tuple) -> Gate:
+def _gate(raw: dict, p: tuple) -> GateSpec:
     equals = str(raw["equals"]) if "equals" in raw else None
     json_matches = parse_schema(raw["jsonMatches"]) if "jsonMatches" in raw else None
-    return Gate(equals=equals, json_matches=json_matches, then=_action(raw.get("then", "continue"), p + ("then",)),
+    return GateSpec(equals=equals, json_matches=json_matches, then=_action(raw.get("then", "continue"), p + ("then",)),
                 else_=_action(raw.get("else", "continue"), p + ("else",)), path=p)
 
 

@@ -1,6 +1,7 @@
 """Frozen models of a ladder document, as the loader builds them and the engine reads them."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,8 @@ class Action:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """A step's `if:` block."""
+class GateSpec:
+    """A step's `if:` block (the trace's `Gate` event records what it decided)."""
 
     equals: str | None
     json_matches: dict | None
@@ -123,6 +124,9 @@ class Gate:
     def condition(self) -> str:
         """`equals` or `jsonMatches`."""
         return "equals" if self.json_matches is None else "jsonMatches"
+
+
+Gate = GateSpec        # its older name (it collided with the trace's `Gate` event)
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,7 @@ class Step:
     fields: tuple[FieldSpec, ...] = ()
     system_prompt: str = ""
     retrieve: Retrieve | None = None
-    gate: Gate | None = None
+    gate: GateSpec | None = None
     slate_write: SlateWrite | None = None
     steps: tuple[Step, ...] = ()
     call: CallSpec | None = None
@@ -205,6 +209,17 @@ class Ladder(Displayable):
     raw: Any = None
     warnings: tuple = ()
     positions: Any = None
+
+    @classmethod
+    def of(cls, source: Ladder | str | os.PathLike) -> Ladder:
+        """The Ladder of a Ladder (returned itself) or of a ladder file's path (loaded and validated by
+        `load_ladder`, which raises its ConfigError or ConfigErrors for a file it cannot read or accept)."""
+        if isinstance(source, Ladder):
+            return source
+        if isinstance(source, (str, os.PathLike)):
+            from .loader import load_ladder
+            return load_ladder(source)
+        raise TypeError(f"Ladder.of takes a Ladder or a ladder path, not {type(source).__name__}")
 
     def __repr__(self) -> str:
         # the dataclass repr would print the whole document text, its parsed form and positions

@@ -18,6 +18,8 @@ from ..models import CallInfo, Completion, Model
 from ..round.prompt import split_sections
 from ..round.records import PromptSection, SectionSpan, spans
 
+__all__ = ["Answer", "CallGen", "CallRequest", "parallel"]
+
 T = TypeVar("T")
 Answer = tuple[int, Completion | BaseException]
 CallGen = Generator[list["CallRequest"], Answer, T]

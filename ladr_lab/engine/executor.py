@@ -16,6 +16,8 @@ from ..trace import Event, Trace
 from .retrieve import Limits
 from .state import RunState
 
+__all__ = ["Executor", "Ledger"]
+
 
 @dataclass
 class Ledger:

@@ -1,17 +1,18 @@
 """Gates (`if:` / `then:` / `else:`, SPEC §4) and the writes a node plans: what fires, and why."""
 from __future__ import annotations
 
-from ..config.model import Action, Gate, Step
+from ..config.model import Action, GateSpec, Step
 from ..round.verdict import judge_equals, judge_json
-from ..trace import Gate as GateEvent
-from ..trace import Judgement
+from ..trace import Gate, Judgement
 from .executor import Executor
 from .sources import resolve_source
 from .state import NodeCtx, join_survivors
 from .writes import PlannedWrite, schema_matched_value
 
+__all__ = ["decide", "gate_verdict", "metatag_type"]
 
-def gate_verdict(gate: Gate, output: str) -> tuple[Judgement, str]:
+
+def gate_verdict(gate: GateSpec, output: str) -> tuple[Judgement, str]:
     """Whether the output meets the gate's condition (as data), and why (as the trace says it)."""
     if gate.json_matches is None:
         return judge_equals(output, gate.equals or "")
@@ -39,7 +40,7 @@ def decide(x: Executor, step: Step, ctx: NodeCtx, output: str) -> tuple[Action |
         ok = judgement.matched
         branch = "then" if ok else "else"
         action = gate.then if ok else gate.else_
-        x.emit(GateEvent(step=step.id, node=ctx.node, condition=gate.condition, matched=ok, branch=branch,
+        x.emit(Gate(step=step.id, node=ctx.node, condition=gate.condition, matched=ok, branch=branch,
                          action=action.kind, jump=action.jump, reason=why, verdict=judgement))
         ctx.branch = branch
         for w in action.writes:

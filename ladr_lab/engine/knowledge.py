@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+__all__ = ["KnowledgeSource", "request_context"]
+
 
 @runtime_checkable
 class KnowledgeSource(Protocol):

@@ -19,6 +19,8 @@ from .sources import resolve_field
 from .state import NodeCtx, NodeOut, StepResult
 from .writes import PlannedWrite
 
+__all__ = ["NodeOutcome", "ask", "finish_node", "run_node"]
+
 
 @dataclass
 class NodeOutcome:

@@ -16,14 +16,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PathRefused, SlateError
-from ..round.prompt import SEPARATOR, render_entry
+from ..round.prompt import SEPARATOR, Entry, render_entry
+from ..round.records import Fetched
 from ..round.vocabulary import MODES
 from ..search import similar as nearest_files
 from ..slate.metatags import FOLDER_LEVEL
-from ..trace import Fetched
 
 if TYPE_CHECKING:
     from ..slate import Folder
+
+__all__ = ["DEFAULT_TOP_K", "Entry", "GAP", "Limits", "MIN_PIECE", "bounded_text", "fetch", "left_out_note"]
 
 DEFAULT_TOP_K = 5
 MIN_PIECE = 1_000      # a file is cut to fit the rest of a round's block only if at least this much fits
@@ -41,19 +43,6 @@ class Limits:
 
     entry_chars: int = 50_000
     round_chars: int = 200_000
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One retrieved entry: its trace record and the body the model is shown.
-
-    `shown` is False for an entry past the round's bound: the trace records it (`left_out`) but the model
-    sees it only counted in the round's closing summary entry, which has `recorded` False."""
-
-    fetched: Fetched
-    content: str | None = None
-    shown: bool = True
-    recorded: bool = True
 
 
 def _short(value: Any, n: int = 60) -> str:

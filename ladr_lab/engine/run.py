@@ -42,6 +42,8 @@ from .retrieve import Limits
 from .state import RunState
 from .steps import Abort, run_steps
 
+__all__ = ["Run", "RunResult", "run_ladder"]
+
 
 @dataclass
 class RunResult(Displayable):
@@ -115,10 +117,7 @@ class Run(Displayable):
         defaults = Limits()
         self.limits = Limits(entry_chars=_bound("max_fetch_chars", max_fetch_chars, defaults.entry_chars),
                              round_chars=_bound("max_round_chars", max_round_chars, defaults.round_chars))
-        if isinstance(ladder, (str, Path)):
-            from ..config import load_ladder
-            ladder = load_ladder(ladder)
-        self.ladder = ladder
+        self.ladder = ladder = Ladder.of(ladder)
         self.inputs = dict(inputs or {})
         if input is not None:
             self.inputs["context"] = input

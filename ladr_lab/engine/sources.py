@@ -14,6 +14,8 @@ from ..config.model import FieldSpec, Source, Step
 from ..errors import NodeDependencyError, SourceResolutionError
 from .state import NodeCtx, RunState, StepResult, Survivors, join_survivors
 
+__all__ = ["check_dependencies", "read_slate", "resolve_field", "resolve_source"]
+
 
 def _where(ctx: NodeCtx, what: str) -> str:
     return f'Step "{ctx.step_id}"' + (f" (if.{ctx.branch})" if ctx.branch else "") + f": {what}"

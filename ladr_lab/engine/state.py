@@ -5,6 +5,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["NodeCtx", "NodeOut", "RunState", "StepResult", "Survivors", "join_survivors"]
+
 
 class Survivors(list):
     """The surviving outputs of a step, as a `from:` source without a node yields them (seed 003's

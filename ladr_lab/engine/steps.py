@@ -12,6 +12,8 @@ from .sources import check_dependencies, resolve_source
 from .state import NodeCtx, NodeOut, StepResult, join_survivors
 from .writes import PlannedWrite, write_value
 
+__all__ = ["Abort", "exec_step", "run_child", "run_steps", "settle"]
+
 
 class Abort(RunError):
     """A gate said abort."""

@@ -21,6 +21,8 @@ from ..slate import value_matches_type
 from ..trace import Judgement
 from .state import Survivors, join_survivors
 
+__all__ = ["PlannedWrite", "WriteOutcome", "append_text", "merge_by_key", "schema_matched_value", "write_value"]
+
 
 @dataclass
 class WriteOutcome:

@@ -6,8 +6,8 @@ retrieved entries (the offline model reads prompts through it); `verdict.py` jud
 retrieval request, against a gate or a slateWrite's match, for the engine and for re-judging alike;
 `validators.py` applies a ladder's JSON Schemas (never fetching, never hanging) and, with `verdict.py`,
 is the only importer of jsonschema; `vocabulary.py` holds the request modes and entry statuses;
-`records.py` the typed records a round makes (`Judgement`, `PromptSection`, `SectionSpan`), which the
-trace writes.
+`records.py` the typed records a round makes (`Judgement`, `Fetched`, `PromptSection`, `SectionSpan`), which
+the trace writes; `prompt.py`'s `Entry` pairs a `Fetched` with the body the model is shown.
 
 It stands below config, models and trace and may import only errors, jsonx, display and slate, like DSPy's
 Adapter (inputs to an LM call and back to structured outputs) or `mcp_types` below the MCP SDK's client
@@ -17,6 +17,7 @@ from .grammar import ParsedEntry, ParsedPrompt, Section, norm_path, parse_prompt
 from .prompt import (
     FORCED_FINAL_LINE,
     FORCED_SPAN,
+    Entry,
     assemble_blocks,
     assemble_messages,
     render_block,
@@ -25,14 +26,16 @@ from .prompt import (
     render_value,
     split_sections,
 )
-from .records import Judgement, PromptSection, SectionSpan, spans
+from .records import Fetched, Judgement, PromptSection, SectionSpan, spans
 from .validators import make_validator
 from .verdict import Judge, Verdict, judge, judge_equals, judge_json, schema_failure, schema_problem
 from .vocabulary import MODES, STATUS_TEXT, STATUSES
 
 __all__ = [
+    "Entry",
     "FORCED_FINAL_LINE",
     "FORCED_SPAN",
+    "Fetched",
     "Judge",
     "Judgement",
     "MODES",

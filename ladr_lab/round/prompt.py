@@ -2,25 +2,40 @@
 
 The user message is `Name:\\n<value>` fields separated by blank lines, then one `<as> <k>:` block per
 retrieval round whose entries are `--- <path> [<mode>] ---\\n<content>`, then, on a forced final call,
-`FORCED_FINAL_LINE`. Each block's length is recorded as a `SectionSpan`, so `split_sections` can cut the
+`FORCED_FINAL_LINE`. An `Entry` is one retrieved entry as the prompt shows it: its trace record
+(`Fetched`) and its body. Each block's length is recorded as a `SectionSpan`, so `split_sections` can cut the
 exact messages back into named parts; `grammar.py` reads the text back without the spans.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from .records import PromptSection, SectionSpan
+from .records import Fetched, PromptSection, SectionSpan
 from .vocabulary import STATUS_TEXT
 
-__all__ = ["FORCED_FINAL_LINE", "FORCED_SPAN", "SEPARATOR", "STATUS_TEXT", "assemble_blocks", "assemble_messages",
-           "entry_text", "render_block", "render_entry", "render_field", "render_value", "split_sections",
+__all__ = ["Entry", "FORCED_FINAL_LINE", "FORCED_SPAN", "SEPARATOR", "STATUS_TEXT", "assemble_blocks",
+           "assemble_messages", "entry_text", "render_block", "render_entry", "render_field", "render_value", "split_sections",
            "status_text"]
 
 FORCED_FINAL_LINE = "Retrieval budget exhausted. Produce your final answer now."
 FORCED_SPAN = SectionSpan("forced", "forced final", len(FORCED_FINAL_LINE))
 SEPARATOR = "\n\n"     # between two blocks of the user message, and between two entries of a block
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One retrieved entry: its trace record and the body the model is shown.
+
+    `shown` is False for an entry past the round's bound: the trace records it (`left_out`) but the model
+    sees it only counted in the round's closing summary entry, which has `recorded` False."""
+
+    fetched: Fetched
+    content: str | None = None
+    shown: bool = True
+    recorded: bool = True
 
 
 def render_value(value: Any) -> str:
@@ -44,9 +59,9 @@ def entry_text(path: str, mode: str, body: str) -> str:
     return f"--- {path} [{mode}] ---\n{body}"
 
 
-def render_entry(entry) -> str:
-    """One retrieved entry (an `engine.retrieve.Entry`) under its header line naming path and mode; the
-    path is shown as the model asked for it."""
+def render_entry(entry: Entry) -> str:
+    """One retrieved entry under its header line naming path and mode; the path is shown as the model
+    asked for it."""
     f = entry.fetched
     body = entry.content
     if body is None:
@@ -54,10 +69,10 @@ def render_entry(entry) -> str:
     return entry_text(f.asked or f.path, f.mode, body)
 
 
-def render_block(as_: str, k: int, entries: list) -> str:
+def render_block(as_: str, k: int, entries: Sequence[Entry]) -> str:
     """The `<as> <k>:` field holding one round's retrieved entries (those left out past the round's bound
     are counted in its last entry, not shown)."""
-    shown = [e for e in entries if getattr(e, "shown", True)]
+    shown = [e for e in entries if e.shown]
     body = SEPARATOR.join(render_entry(e) for e in shown) if shown else "(nothing retrieved)"
     return f"{as_} {k}:\n{body}"
 
@@ -76,7 +91,7 @@ def assemble_blocks(system_prompt: str, blocks: list[str], forced_final: bool = 
 
 
 def assemble_messages(system_prompt: str, fields: list[tuple[str, Any]], as_: str | None = None,
-                      retrieved: Sequence[list] = (), forced_final: bool = False) -> list[dict]:
+                      retrieved: Sequence[Sequence[Entry]] = (), forced_final: bool = False) -> list[dict]:
     """The exact messages of one model call (`retrieved`: each round's list of Entry)."""
     blocks = [render_field(name, value) for name, value in fields]
     blocks += [render_block(as_ or "Retrieved", k, entries) for k, entries in enumerate(retrieved, start=1)]

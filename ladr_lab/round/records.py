@@ -1,9 +1,10 @@
-"""The small typed records one round produces: the verdict on an output (`Judgement`), a prompt's named
-parts (`PromptSection`) and the recorded length of each (`SectionSpan`).
+"""The small typed records one round produces: the verdict on an output (`Judgement`), one retrieved
+entry's record (`Fetched`), a prompt's named parts (`PromptSection`) and the recorded length of each
+(`SectionSpan`).
 
-They live here, below the trace, because the verdict and the prompt split make them; `ladr_lab.trace`
-re-exports them and writes them into its events (`Judgement` as a dict, `SectionSpan` as the
-`[kind, name, chars]` list SPEC §9 fixes).
+They live here, below the trace, because the verdict, the prompt's retrieved blocks and the prompt split
+make them; `ladr_lab.trace` re-exports them and writes them into its events (`Judgement` and `Fetched` as
+dicts, `SectionSpan` as the `[kind, name, chars]` list SPEC §9 fixes).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["Judgement", "PromptSection", "Record", "SectionSpan", "spans"]
+__all__ = ["Fetched", "Judgement", "PromptSection", "Record", "SectionSpan", "spans"]
 
 
 class Record:
@@ -63,6 +64,26 @@ class Judgement(Record):
     _ORDER: ClassVar[tuple[str, ...]] = ("test", "matched", "extraction", "form", "keyword", "schema_path",
                                          "instance_path", "message")
     _ALWAYS: ClassVar[int] = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fetched(Record):
+    """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
+
+    path: str = ""                  # canonical folder-relative path (or the query label of a mode)
+    mode: str = ""                  # one of round.vocabulary.MODES (files, subfolders, metatag, glob, similarTo)
+    status: str = ""                # one of round.vocabulary.STATUSES (fetched, not_found, already_in_context, ...)
+    chars: int = 0                  # characters delivered to the prompt
+    score: float | None = None      # similarTo's cosine
+    asked: str | None = None        # the path as the model wrote it, when it differs from `path`
+    note: str | None = None         # why a no_match / not_found was answered, for the model and the author
+    truncated: bool | None = None   # the content was cut at the fetch bound
+    total_bytes: int | None = None  # size in bytes of what was cut, when truncated
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    _ORDER: ClassVar[tuple[str, ...]] = ("path", "mode", "status", "chars", "score", "asked", "note", "truncated",
+                                         "total_bytes")
+    _ALWAYS: ClassVar[int] = 4
 
 
 @dataclass(frozen=True)

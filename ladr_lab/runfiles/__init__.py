@@ -1,7 +1,7 @@
 """Run files (seed 004): the per-agent `.history` and `.log` files a ladder run writes, and searching them.
 
 - RunFilesWriter — a trace listener writing `<agent>.history` and `<agent>.log` in AgentRecordFormat
-- RecordParser, Record, parse_file — a file's text back into records (history, log, preamble)
+- RecordParser, AgentRecord (also named Record), parse_file — a file's text back into records (history, log, preamble)
 - agent_name, encode_name — the one-to-one, readable file names of agents
 - RecordInterpreter, LadrInterpreter, Reading — what a record means: note, told, said or left out
 - Masker, PathRedactor, CredentialRedactor — hiding local paths outside the run folder and credentials
@@ -19,6 +19,7 @@ from .records import (
     CONTINUATION_INDENT,
     NO_CONVERSATION,
     TIMESTAMP_FORMAT,
+    AgentRecord,
     Record,
     RecordParser,
     format_record,
@@ -48,6 +49,7 @@ from .writer import (
 )
 
 __all__ = [
+    "AgentRecord",
     "CACHE_ENV",
     "CONTINUATION_INDENT",
     "CredentialRedactor",

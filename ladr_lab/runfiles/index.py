@@ -34,7 +34,7 @@ from pathlib import Path
 from ..errors import LadrError
 from .masking import Masker
 from .readings import LEFT_OUT, NOTE, QUIET_LEVELS, TOLD, RecordInterpreter
-from .records import CONTINUATION_INDENT, Record, parse_record_line
+from .records import CONTINUATION_INDENT, AgentRecord, parse_record_line
 from .writer import EPISODE_MARKER_RE, HISTORY_SUFFIX, LOG_SUFFIX
 
 BLOCK_BYTES = 1 << 20
@@ -571,8 +571,8 @@ class RunFileIndex:
         if self.interpreter is None:  # every record a note
             kind, text, msg = NOTE, message, None
         else:
-            rec = Record(part.line, None, None, None, None, None, message, "preamble" if f.records else "text") \
-                if head is None else Record(part.line, head["timestamp"], level, head["state"], conv, head["agent"],
+            rec = AgentRecord(part.line, None, None, None, None, None, message, "preamble" if f.records else "text") \
+                if head is None else AgentRecord(part.line, head["timestamp"], level, head["state"], conv, head["agent"],
                                             message, head["kind"])
             reading = self.interpreter.read(f.rel, part.line, rec)
             if reading.kind == LEFT_OUT:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .records import Record
+from .records import AgentRecord
 
 NOTE = "note"
 TOLD = "told"
@@ -61,7 +61,7 @@ class RecordInterpreter:
     #: a name stored with an index, so an index built with another interpreter is built again
     name = "notes"
 
-    def read(self, file: str, line: int, record: Record) -> Reading:
+    def read(self, file: str, line: int, record: AgentRecord) -> Reading:
         """The reading of `record`, whose first line is `line` of `file` (a path relative to the run folder)."""
         return Reading.note(record.message)
 
@@ -75,7 +75,7 @@ class LadrInterpreter(RecordInterpreter):
 
     name = "ladr"
 
-    def read(self, file: str, line: int, record: Record) -> Reading:
+    def read(self, file: str, line: int, record: AgentRecord) -> Reading:
         """Told and said records of `.history` files keep their whole text as evidence; the rest are notes."""
         if record.kind == "history" and PurePosixPath(file).suffix == ".history":
             m = _TOLD_RE.match(record.message)

@@ -59,8 +59,8 @@ def format_record(timestamp: str | datetime, agent: str, message: str, *, state:
 
 
 @dataclass(frozen=True)
-class Record:
-    """One record of a run file: its first line's number, its fields and its whole message."""
+class AgentRecord:
+    """One record of a run file (AgentRecordFormat): its first line's number, its fields and its whole message."""
 
     line: int
     timestamp: str | None
@@ -80,6 +80,9 @@ class Record:
     def end_line(self) -> int:
         """The 1-based number of the record's last line."""
         return self.line + self.line_count - 1
+
+
+Record = AgentRecord     # its older name (it collided with `round.records.Record`, the trace records' base)
 
 
 def split_lines(text: str) -> list[str]:
@@ -106,18 +109,18 @@ def parse_record_line(line: str) -> dict | None:
 class RecordParser:
     """Parses AgentRecordFormat text into records, each starting at a line that begins with a record header."""
 
-    def parse(self, text: str, start_line: int = 1) -> list[Record]:
+    def parse(self, text: str, start_line: int = 1) -> list[AgentRecord]:
         """The records of `text`, whose first line is line `start_line` of its file."""
-        records: list[Record] = []
+        records: list[AgentRecord] = []
         head: dict | None = None
         first = start_line
         body: list[str] = []
 
         def close() -> None:
             if head is None:
-                records.append(Record(first, None, None, None, None, None, "\n".join(body), "preamble"))
+                records.append(AgentRecord(first, None, None, None, None, None, "\n".join(body), "preamble"))
             else:
-                records.append(Record(first, head["timestamp"], head["level"], head["state"], head["conversation"],
+                records.append(AgentRecord(first, head["timestamp"], head["level"], head["state"], head["conversation"],
                                       head["agent"], "\n".join([head["message"], *body]), head["kind"]))
 
         started = False
@@ -138,12 +141,12 @@ class RecordParser:
             close()
         return records
 
-    def parse_file(self, path: str | Path) -> list[Record]:
+    def parse_file(self, path: str | Path) -> list[AgentRecord]:
         """The records of the file at `path` (UTF-8; undecodable bytes replaced)."""
         with open(path, encoding="utf-8", errors="replace", newline="") as fh:
             return self.parse(fh.read())
 
 
-def parse_file(path: str | Path) -> list[Record]:
+def parse_file(path: str | Path) -> list[AgentRecord]:
     """The records of the file at `path`, parsed with a default RecordParser."""
     return RecordParser().parse_file(path)

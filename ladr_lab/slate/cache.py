@@ -28,6 +28,8 @@ from typing import Any
 from .paths import inside, is_listable_name
 from .watch import ENTRY_EVENTS, IN_IGNORED, IN_ISDIR, SELF_EVENTS, Subscription
 
+__all__ = ["DirNode", "FileRec", "ReadOnlyDict", "Tree"]
+
 
 class ReadOnlyDict(dict):
     """A dict that refuses mutation: index entries are shared with the cache, so editing one in place

@@ -17,6 +17,9 @@ from typing import Protocol, runtime_checkable
 
 from ..errors import SlateError
 
+__all__ = ["Embedder", "HashingEmbedder", "SentenceTransformerEmbedder", "get_embedder", "l2_normalize", "nonzero",
+           "packaged_model_path", "register_embedder"]
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 # Function words carry no topic; leaving them out keeps "the"/"of" from dominating short texts.

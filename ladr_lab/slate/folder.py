@@ -45,6 +45,8 @@ from .vectors import VectorCache
 from .watch import Subscription, get_hub
 from .writing import FolderWriter
 
+__all__ = ["Folder", "Rel"]
+
 Rel = str | os.PathLike
 
 def _json_copy(value: Any) -> Any:

@@ -21,6 +21,8 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
+__all__ = ["NEW_FILE_MODE", "STRIPES", "file_lock", "fsync_dir", "stripe_name", "write_temp"]
+
 STRIPES = 64
 
 _guard = threading.Lock()

@@ -20,6 +20,9 @@ from typing import Any
 
 from ..errors import SlateError
 
+__all__ = ["CreatedLog", "FOLDER_LEVEL", "METATAG_TYPES", "SIDECAR", "SYSTEM_METATAGS", "Sidecar", "contains_match",
+           "fallback_created_ns", "iso_utc", "value_matches_type"]
+
 METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
 FOLDER_LEVEL = ("index", "tree")          # the system metatags that describe the folder, not a file
 SYSTEM_METATAGS = (*FOLDER_LEVEL, "created", "modified", "size", "embedding")

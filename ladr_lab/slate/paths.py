@@ -23,6 +23,8 @@ import os
 
 from ..errors import PathRefused
 
+__all__ = ["as_path_str", "inside", "is_listable_name", "normalize_rel", "resolve_under"]
+
 
 def as_path_str(rel: object) -> str:
     """`rel` as a string: a `str` as is, an `os.PathLike` through `os.fspath`; PathRefused otherwise."""

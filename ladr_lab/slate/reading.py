@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from ..errors import SlateError
 
+__all__ = ["Excerpt", "check_max_chars", "read_regular_excerpt", "read_regular_file"]
+
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _CHUNK = 1 << 16
 

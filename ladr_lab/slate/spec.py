@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["FolderSpec"]
+
 
 @dataclass(frozen=True)
 class FolderSpec:

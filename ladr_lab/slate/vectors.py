@@ -17,6 +17,8 @@ from collections.abc import Callable
 from ..errors import SlateError
 from .embed import Embedder, l2_normalize, nonzero
 
+__all__ = ["BATCH", "VectorCache"]
+
 BATCH = 256  # files read and embedded per call (a model batches them by length inside)
 
 

@@ -29,6 +29,11 @@ import threading
 from collections import deque
 from typing import Any
 
+__all__ = ["CONTENT_EVENTS", "ENTRY_EVENTS", "ENV", "IN_ATTRIB", "IN_CLOSE_WRITE", "IN_CREATE", "IN_DELETE",
+           "IN_DELETE_SELF", "IN_DONT_FOLLOW", "IN_EXCL_UNLINK", "IN_IGNORED", "IN_ISDIR", "IN_MODIFY", "IN_MOVED_FROM",
+           "IN_MOVED_TO", "IN_MOVE_SELF", "IN_ONLYDIR", "IN_Q_OVERFLOW", "IN_UNMOUNT", "QUEUE_CAP", "SELF_EVENTS",
+           "Subscription", "WATCH_MASK", "WatchHub", "get_hub"]
+
 QUEUE_CAP = 8192
 ENV = "LADR_SLATE_WATCH"
 

@@ -20,33 +20,13 @@ from typing import Any, ClassVar
 
 from ..display import Displayable
 from ..round.prompt import split_sections
-from ..round.records import Judgement, PromptSection, Record, SectionSpan, spans
+from ..round.records import Fetched, Judgement, PromptSection, Record, SectionSpan, spans
 
 __all__ = [
     "EVENT_TYPES", "Call", "Event", "Events", "Fetched", "Gate", "InternalFailure", "Judgement", "LlmCall", "LlmCallFailed",
     "PromptSection", "RunEnd",
     "RunStart", "StepEnd", "StepStart", "UnknownEvent", "Write",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fetched(Record):
-    """One retrieved entry of a round: which path, by which mode, with what status (SPEC §3)."""
-
-    path: str = ""                  # canonical folder-relative path (or the query label of a mode)
-    mode: str = ""                  # one of round.vocabulary.MODES (files, subfolders, metatag, glob, similarTo)
-    status: str = ""                # one of round.vocabulary.STATUSES (fetched, not_found, already_in_context, ...)
-    chars: int = 0                  # characters delivered to the prompt
-    score: float | None = None      # similarTo's cosine
-    asked: str | None = None        # the path as the model wrote it, when it differs from `path`
-    note: str | None = None         # why a no_match / not_found was answered, for the model and the author
-    truncated: bool | None = None   # the content was cut at the fetch bound
-    total_bytes: int | None = None  # size in bytes of what was cut, when truncated
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
-
-    _ORDER: ClassVar[tuple[str, ...]] = ("path", "mode", "status", "chars", "score", "asked", "note", "truncated",
-                                         "total_bytes")
-    _ALWAYS: ClassVar[int] = 4
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

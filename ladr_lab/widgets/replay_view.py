@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..config import Ladder, load_ladder
+from ..config import Ladder
 from ..display import badge, concat, note, pre, tag
 from ..engine import Run
 from ..errors import LadrError
@@ -37,7 +37,7 @@ class ReplayView(View):
                  inputs: dict | None = None) -> None:
         super().__init__()
         w = ipw()
-        self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
+        self.ladder = Ladder.of(ladder)
         self.recorded, self.path = self._recorded(trace)
         self.slates, self.inputs = slates, inputs
         self.run: Run | None = None

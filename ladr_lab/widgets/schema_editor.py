@@ -21,7 +21,7 @@ from typing import Any
 from ..analysis import lint, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
-from ..config import Ladder, iter_schema_problems, load_ladder
+from ..config import Ladder, iter_schema_problems
 from ..config.rewrite import (
     TEST_KEYS,
     SchemaRewrite,
@@ -75,7 +75,7 @@ class RequestMatchEditor(View):
                  debounce: float | None = None) -> None:
         super().__init__()
         w = ipw()
-        self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
+        self.ladder = Ladder.of(ladder)
         self.step = step
         self.test = test
         self.slates = slates

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..config import Ladder, load_ladder
+from ..config import Ladder
 from ..config.rules import suggest
 from ..display import badge, concat, details, json_text, note, plural, pre, tag
 from ..engine import CallRequest, Run
@@ -57,7 +57,7 @@ class Stepper(View):
                  model: Any = None, slates: dict | None = None, breakpoints: tuple | list = ()) -> None:
         super().__init__()
         w = ipw()
-        self.ladder = ladder if isinstance(ladder, Ladder) else load_ladder(ladder)
+        self.ladder = Ladder.of(ladder)
         self._args: dict[str, Any] = {"input": input, "inputs": inputs, "slates": slates}
         self._model = model
         ids = [s.id for s in self.ladder.all_steps()]

@@ -168,10 +168,41 @@ def test_a_path_and_a_trace_give_the_same_table(ladder, slates, tmp_path):
     run.run()
     edited = build(ladder, with_max_items(1))
     df = rejudge(path, edited, detail="all")
-    assert df.equals(rejudge(run.trace, edited, detail="all"))
+    assert df == rejudge(run.trace, edited, detail="all")
+    assert df.to_dataframe().equals(rejudge(run.trace, edited, detail="all").to_dataframe())
     assert list(df["flipped"]) == [True, False, False] and df["new_reason"].notna().tolist() == [True, False, False]
     assert df["new"].tolist() == [False, None, None] and df["effect_kind"].tolist()[1:] == ["unknown"] * 2
-    assert list(rejudge(path, edited, step="nope").index) == []
+    assert list(rejudge(path, edited, step="nope").to_dataframe().index) == [] and rejudge(path, edited, step="nope") == []
+
+
+def test_rejudge_returns_a_report_that_is_the_list_of_rows(ladder, slates):
+    """`rejudge` returns a `Rejudging`: the very row dicts `rejudge_rows` gave (len, iteration, indexing), a
+    displayable report (`to_text`, `to_html`, `flips`), whose `to_dataframe()` is the old DataFrame and which
+    answers a column or a DataFrame attribute as that DataFrame does."""
+    from ladr_lab import Rejudging
+    from ladr_lab.analysis.rejudge import COLUMNS, format_rows
+    from ladr_lab.display import render
+    run = Run(build(ladder), model=ScriptedModel({"research": [req("core.md", "faq.md"), "done"]}), input="q",
+              slates=slates)
+    run.run()
+    r = rejudge(run.trace, build(ladder, with_max_items(1)))
+    rows = rejudge_rows(run.trace, build(ladder, with_max_items(1)))
+    assert isinstance(r, Rejudging) and isinstance(r, list) and r == rows == list(r)
+    assert len(r) == 3 and [type(x) for x in r] == [dict] * 3 and r[0] == rows[0] and r[-1] is r[2]
+    assert isinstance(r[1:], Rejudging) and r[1:] == rows[1:]
+    assert r.flips == [rows[0]] and isinstance(r.flips, Rejudging)
+    assert r.to_text() == format_rows(rows) and r.to_text(flips_only=True) == format_rows(rows, flips_only=True)
+    assert repr(r) == "<Rejudging: 3 verdict(s), 1 flipped, 1 with a different outcome>"
+    html = render(r)
+    assert "3 verdicts re-judged, 1 flipped" in html and "ladr-rejudge-rows" in html and "maxItems" in html
+    assert render(r, "text/plain") == r.to_text()
+    df = r.to_dataframe()
+    assert list(df.columns) == list(COLUMNS) and len(df) == 3
+    assert r.flipped.tolist() == [True, False, False] and list(r[["old", "new"]].columns) == ["old", "new"]
+    assert r[r.flipped].iloc[0]["keyword"] == "maxItems" and r.iloc[0]["seq"] == rows[0]["seq"]
+    assert json.loads(json.dumps(r, default=str)) == json.loads(json.dumps(rows, default=str))
+    with pytest.raises(AttributeError):
+        r.no_such_column  # noqa: B018
 
 
 def test_loop_iterations_are_kept_apart(ladder, slates):

@@ -217,3 +217,29 @@ def test_run_on_a_bad_ladder_prints_each_problem_once(tmp_path, capsys):
     assert main(["run", str(lad), "--input", "q", "--json"]) == 1      # --json: every problem, in the one line
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["status"] == "error" and "nodes must be" in line["error"] and '"nope"' in line["error"]
+
+
+def test_a_failed_commands_json_is_a_run_result_with_its_problems(tmp_path):
+    """`_error_json` is `RunResult.to_dict()` of a run that never started (every key of `run --json`'s summary,
+    `edited_calls` too, in its order), then the ladder's `problems`."""
+    from dataclasses import fields
+
+    from ladr_lab.cli._common import _error_json
+    from ladr_lab.config import load_ladder
+    from ladr_lab.engine import RunResult
+    from ladr_lab.errors import ConfigError, LadrError
+    before = ["status", "output", "llm_calls", "error", "steps", "cost", "tokens_in", "tokens_out", "error_type",
+              "error_step", "error_node", "error_path", "error_where", "divergence", "live_calls", "problems"]
+    plain = _error_json("no such file", LadrError("no such file"))
+    assert list(plain) == [f.name for f in fields(RunResult)] + ["problems"]
+    assert [k for k in plain if k in before] == before and plain["edited_calls"] == 0
+    assert plain == {**RunResult("error", "", 0, "no such file", error_type="LadrError").to_dict(), "problems": []}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: b\nsteps:\n  - id: s\n    fieldz: []\n")
+    with pytest.raises(ConfigError) as info:
+        load_ladder(bad)
+    s = _error_json("invalid ladder", info.value)
+    assert (s["status"], s["output"], s["llm_calls"], s["error"], s["error_type"]) == \
+        ("error", "", 0, "invalid ladder", "ConfigErrors")
+    assert s["error_where"] == f"{bad}:4:5" and s["error_path"] == ["steps", 0, "fieldz"]
+    assert [q["rule"] for q in s["problems"]] == ["unknown-key"] and _error_json("x")["error_type"] is None

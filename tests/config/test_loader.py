@@ -308,3 +308,33 @@ def test_a_file_past_the_size_bound_is_refused_without_reading_it_all(tmp_path, 
     small.write_text("name: x\nsteps: [{id: s}]\n")
     with pytest.raises(ConfigError, match="larger than"):
         loader.read_ladder_file(small)
+
+
+def test_ladder_of_passes_a_ladder_through_and_loads_a_path(tmp_path):
+    """`Ladder.of` (as `Trace.of`): a Ladder is returned itself; a str or Path is loaded as `load_ladder` does."""
+    from ladr_lab.analysis.positions import as_ladder
+    from ladr_lab.config import Ladder, load_ladder
+    text = BASE + "  - id: s\n    fields:\n      - { name: Q, type: text, from: input.context }\n"
+    ladder = load_ladder_text(text)
+    assert Ladder.of(ladder) is ladder
+    (tmp_path / "l.yaml").write_text(text)
+    for path in (tmp_path / "l.yaml", str(tmp_path / "l.yaml")):
+        loaded = Ladder.of(path)
+        again = load_ladder(path)
+        assert isinstance(loaded, Ladder) and (loaded.file, loaded.text, loaded.steps, loaded.base_dir) == \
+            (again.file, again.text, again.steps, again.base_dir) == (str(path), text, ladder.steps, tmp_path)
+    assert as_ladder(ladder) is ladder and as_ladder(tmp_path / "l.yaml").text == text     # the older name
+
+
+def test_ladder_of_a_bad_path_raises_the_loaders_error(tmp_path):
+    from ladr_lab.config import Ladder, load_ladder
+    with pytest.raises(ConfigError) as missing:
+        Ladder.of(tmp_path / "absent.yaml")
+    with pytest.raises(ConfigError) as also:
+        load_ladder(tmp_path / "absent.yaml")
+    assert missing.value.rule == also.value.rule == "unreadable-file" and str(missing.value) == str(also.value)
+    (tmp_path / "bad.yaml").write_text(BASE + "  - id: s\n    nodes: 0\n")
+    with pytest.raises(ConfigErrors):
+        Ladder.of(tmp_path / "bad.yaml")
+    with pytest.raises(TypeError, match="Ladder.of takes a Ladder or a ladder path, not int"):
+        Ladder.of(3)  # type: ignore[arg-type]

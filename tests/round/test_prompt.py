@@ -6,9 +6,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ladr_lab.engine.retrieve import Entry
-from ladr_lab.round.prompt import FORCED_FINAL_LINE, assemble_messages, render_value
-from ladr_lab.trace import Fetched
+from ladr_lab.round.prompt import FORCED_FINAL_LINE, Entry, assemble_messages, render_value
+from ladr_lab.round.records import Fetched
 
 
 def entry(path, mode, status, content=None, **kw):

@@ -7,7 +7,6 @@ import json
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ladr_lab.engine.retrieve import Entry as Shown
 from ladr_lab.round import (
     FORCED_FINAL_LINE,
     FORCED_SPAN,
@@ -24,6 +23,7 @@ from ladr_lab.round import (
     split_sections,
 )
 from ladr_lab.round.grammar import _ENTRY, _HEADER
+from ladr_lab.round.prompt import Entry as Shown
 from ladr_lab.trace import Event, Fetched, LlmCall
 
 AS_NAMES = ("Docs", "Retrieved", "RetrievedDocuments", "Search results")
