@@ -20,9 +20,9 @@ from ..round.records import PromptSection, SectionSpan, spans
 
 __all__ = ["Answer", "CallGen", "CallRequest", "parallel"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 Answer = tuple[int, Completion | BaseException]
-CallGen = Generator[list["CallRequest"], Answer, T]
+CallGen = Generator[list["CallRequest"], Answer, _T]
 
 _ids = itertools.count(1)
 

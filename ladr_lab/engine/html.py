@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .calls import CallRequest
     from .run import Run, RunResult
 
-__all__ = ["request_body_html", "request_html", "request_text", "result_html", "result_text", "run_html",
+__all__ = ["RUN_TRACE_CHARS", "request_body_html", "request_html", "request_text", "result_html", "result_text", "run_html",
            "run_text"]
 
 RUN_TRACE_CHARS = 300_000     # the rounds-so-far part of a run's view

@@ -175,6 +175,7 @@ class CellResult:
     checks: Mapping[str, AssertionResult] | None = None
     asserts_fp: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)   # columns this version does not know, kept as read
+    order: tuple[str, ...] = field(default=(), compare=False, repr=False)   # a line's key order, as read
 
     # ---- what it says ----------------------------------------------------------------------------------------
     @property
@@ -221,8 +222,8 @@ class CellResult:
         return dataclasses.replace(self, checks=dict(checks), asserts_fp=asserts_fp)
 
     def replace(self, **changes: Any) -> CellResult:
-        """A copy with some fields changed (`dataclasses.replace`)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed (`dataclasses.replace`); its line takes the canonical key order."""
+        return dataclasses.replace(self, **changes, order=())
 
     # ---- its line in the results file ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -244,6 +245,8 @@ class CellResult:
             d.update(passed=self.passed, reasons=self.reasons(), asserts=self.asserts, asserts_fp=self.asserts_fp)
         for k, v in self.extra.items():
             d.setdefault(k, v)
+        if self.order and set(self.order) == set(d):    # a line read back is written back byte for byte
+            d = {k: d[k] for k in self.order}
         return d
 
     @classmethod
@@ -263,7 +266,8 @@ class CellResult:
                    inputs={k[len("input."):]: v for k, v in d.items() if k.startswith("input.")},
                    source=CellSource.parse(d["source"]) if "source" in d else None, checks=checks,
                    asserts_fp=d.get("asserts_fp"),
-                   extra={k: v for k, v in d.items() if k not in known and not k.startswith("input.")}, **kw)
+                   extra={k: v for k, v in d.items() if k not in known and not k.startswith("input.")},
+                   order=tuple(d), **kw)
 
     @classmethod
     def of(cls, cell: CellResult | Mapping[str, Any]) -> CellResult:

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analysis.positions import as_ladder  # TODO Ladder.of
 from ..config.model import Ladder
 from ..errors import LadrError
 from .assertions import Assertion, load_asserts
@@ -178,7 +177,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     from ..config import load_ladder
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    lad = load_ladder(ladder, knobs=knobs) if isinstance(ladder, (str, Path)) and knobs else as_ladder(ladder)
+    lad = load_ladder(ladder, knobs=knobs) if isinstance(ladder, (str, Path)) and knobs else Ladder.of(ladder)
     rows = load_inputs(inputs)
     # a column the ladder reads and no row has: said once, naming the columns, instead of an error per row
     check_input_columns(lad, rows, f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs")
