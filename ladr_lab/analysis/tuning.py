@@ -92,8 +92,8 @@ def iter_sources(source: Any) -> list[tuple[str, Trace]]:
         elif path.is_file():
             pairs = [(path.stem, path)]
         else:
-            raise LadrError(f"{path} does not exist: give an evaluation's output folder, a folder of traces or a "
-                            "trace file")
+            raise LadrError(f"{path} does not exist: give a folder of traces or a trace file (or an "
+                            "Evaluation or Experiment: anything with .traces())")
     elif isinstance(source, Trace) or isinstance(getattr(source, "trace", None), Trace):
         pairs = [("1", source)]
     elif isinstance(source, (list, tuple)):
@@ -104,8 +104,8 @@ def iter_sources(source: Any) -> list[tuple[str, Trace]]:
             else:
                 pairs.append((Path(item).stem if isinstance(item, (str, Path)) else str(n), item))
     else:
-        raise LadrError("tune_request_match reads an Evaluation (or anything with .traces()), an output folder, "
-                        f"a trace file, a Trace, a Run, or a list of them, not {type(source).__name__}")
+        raise LadrError("tune_request_match reads an Evaluation or Experiment (anything with .traces()), a folder "
+                        f"of traces, a trace file, a Trace, a Run, or a list of them, not {type(source).__name__}")
     out = [(row, t if isinstance(t, Trace) else Trace.of(t)) for row, t in pairs]
     dup = sorted(r for r, n in Counter(r for r, _ in out).items() if n > 1)
     if dup:

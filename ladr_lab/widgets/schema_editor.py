@@ -21,6 +21,7 @@ from typing import Any
 from ..analysis import lint, rejudge_rows
 from ..analysis.edits import Edits
 from ..analysis.html import finding_html
+from ..analysis.tuning import iter_sources
 from ..config import Ladder, iter_schema_problems
 from ..config.rewrite import (
     TEST_KEYS,
@@ -33,7 +34,7 @@ from ..config.rewrite import (
 from ..config.standalone import read_schema
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
-from ..experiments import Evaluation, load_evaluation
+from ..experiments.results import load_results
 from ..trace import Trace
 from .parts import View, button, head_html, html, ipw, layout
 
@@ -51,9 +52,9 @@ def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
         kind = "trace" if isinstance(t, Trace) else "run" if isinstance(getattr(t, "trace", None), Trace) else None
         label = str(t) if kind is None else f"{kind} {i}" if len(items) > 1 else kind
         out.append((label, Trace.of(t)))
-    if evaluation is not None:
-        ev = evaluation if isinstance(evaluation, Evaluation) else load_evaluation(evaluation)
-        out += [(f"row {rid}", t) for rid, t in ev.traces()]
+    if evaluation is not None:     # a batch run (or its folder): its cells' traces, as schema tuning reads them
+        batch = evaluation if hasattr(evaluation, "traces") else load_results(evaluation)
+        out += [(f"row {rid}", t) for rid, t in iter_sources(batch)]
     return out
 
 
@@ -65,7 +66,7 @@ def _said(problem: ConfigError) -> str:
 class RequestMatchEditor(View):
     """`RequestMatchEditor(ladder, step, trace=None, evaluation=None)`: a step's requestMatch in a text box
     (YAML, or JSON with `format="json"`), re-judged live against recorded runs (`trace`: a Trace, a Run, a JSONL
-    path or a list of them; `evaluation`: an Evaluation or its folder). `test="jsonMatches"` or `"match"` edits
+    path or a list of them; `evaluation`: an Evaluation or Experiment, or its folder). `test="jsonMatches"` or `"match"` edits
     the step's gate or slateWrite schema instead."""
 
     css_class = "ladr-schema-editor"
