@@ -293,7 +293,7 @@ def _spec(v: Variant, out: Path, rid: str, pos: int, fields: dict, model, model_
 
 def _limit_key(model_name: str) -> str:
     from ..models.limited import provider_of
-    return provider_of(model_name)
+    return provider_of(model_name) or model_name
 
 
 def _copy_if_unchanged(base: dict | None, v: Variant, out: Path, same_tests: bool) -> dict | None:
