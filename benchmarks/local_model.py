@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local_model.json"))
     a = p.parse_args(argv)
     from ladr_lab.models.local import local_runtime_missing
-    from ladr_lab.models.weights import CATALOGUE, WeightsError, installed_parts
+    from ladr_lab.models.local.weights import CATALOGUE, WeightsError, installed_parts
 
     missing = local_runtime_missing()
     if missing:

@@ -9,7 +9,7 @@
     ├── ModelError                           a model could not answer
     │   ├── ScriptExhausted                  a scripted model ran out of outputs for a key
     │   ├── ReplayDivergence [models/replay.py]      a replayed run stopped matching its recording
-    │   └── WeightsError [models/weights.py]         packaged model weights are missing, torn or not the pinned ones
+    │   └── WeightsError [models/local/weights.py]   packaged model weights are missing, torn or not the pinned ones
     ├── RunError                             the runtime could not continue a run
     │   ├── RunArgumentError (also ValueError)  an argument of Run() it cannot take (max_fetch_chars=-1)
     │   ├── BudgetExhausted                  executionBudget.maxLlmCalls or maxSteps reached

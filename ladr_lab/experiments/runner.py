@@ -378,7 +378,7 @@ def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out
 
 def _limit_key(model_name: str) -> str:
     from ..models.limited import provider_of
-    return provider_of(model_name)
+    return provider_of(model_name) or model_name
 
 
 def _copy_if_unchanged(base: CellResult | None, v: Variant, out: Path, same_tests: bool) -> CellResult | None:

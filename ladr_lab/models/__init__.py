@@ -12,11 +12,11 @@ from .base import CallInfo, Completion, Model, Recording, estimate_tokens
 from .embedding import LiteLLMEmbedder
 from .litellm_model import LiteLLMModel
 from .local import LocalModel
+from .local.weights import WeightsError
 from .offline import OfflineModel
 from .registry import get_model
 from .replay import ReplayDivergence, ReplayModel
 from .scripted import ScriptedModel
-from .weights import WeightsError
 
 __all__ = [
     "CallInfo",

@@ -24,7 +24,7 @@ __all__ = ["CallInfo", "Completion", "Model", "Recording", "estimate_message_tok
 class Completion:
     """One model answer: its text plus token counts, cost in USD, latency in seconds, model name, and
     where it came from (`provenance`: live, recorded, scripted, offline or edited) and whether its decoding was
-    constrained (`constrained`, see models/local.py)."""
+    constrained (`constrained`, see models/local/)."""
 
     text: str
     tokens_in: int = 0

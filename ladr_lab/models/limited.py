@@ -1,9 +1,10 @@
 """A rate limit shared by every run that calls one provider: `RateLimiter` (token buckets by key, thread-safe) and
 `LimitedModel`, a model that takes a token before each call it passes on.
 
-A rate is `"N/s"`, `"N/min"` or `"N/h"` (or a number: calls per second). Each key (a provider, e.g. `openai`)
-has a bucket of `N` tokens refilled evenly over the period, so a burst never exceeds `N` and a long run keeps
-the rate. In one process every thread shares the limiter; across Ray workers one actor holds it
+A rate is `"N/s"`, `"N/min"` or `"N/h"` (or a number: calls per second). Each key (a provider, e.g. `openai`, as
+`provider_of` reads it from a model name: `trace/providers.py`, re-exported here; a name that gives none is counted
+under itself) has a bucket of `N` tokens refilled evenly over the period, so a burst never exceeds `N` and a long
+run keeps the rate. In one process every thread shares the limiter; across Ray workers one actor holds it
 (`experiments.ray_backend`), and each worker's `LimitedModel` asks that actor through the same `acquire`.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ModelError
+from ..trace.providers import provider_of
 from .base import CallInfo, Completion
 
 __all__ = ["LimitedModel", "RateLimiter", "parse_rate", "provider_of"]
@@ -38,13 +40,6 @@ def parse_rate(rate: str | float | int) -> tuple[float, float]:
     if calls <= 0:
         raise ModelError(f"rate limit {rate!r}: the number of calls must be positive")
     return calls, period
-
-
-def provider_of(model_name: str) -> str:
-    """The provider a model name is counted under: litellm's prefix (`openai/gpt-4o-mini` → `openai`), else the
-    name itself."""
-    name = str(model_name).strip()
-    return name.split("/", 1)[0] if "/" in name else name
 
 
 class RateLimiter:

@@ -10,8 +10,8 @@ from typing import Any
 from ..errors import ModelError
 from . import replay
 from .base import Model
+from .local.weights import DEFAULT_LOCAL
 from .options import check_options
-from .weights import DEFAULT_LOCAL
 
 __all__ = ["get_model"]
 

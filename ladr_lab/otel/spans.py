@@ -27,13 +27,13 @@ from ..trace import (
     StepStart,
     Write,
 )
+from ..trace.providers import provider_of
 
 __all__ = ["KIND", "MAX_DOCUMENTS", "PREFIX", "SpanPlan", "plan_spans", "provider_of"]
 
 PREFIX = "ladr."
 KIND = "openinference.span.kind"
 MAX_DOCUMENTS = 32          # retrieval.documents.I.* entries a fetch span carries; ladr.fetched.count is the true number
-OWN_MODELS = ("offline", "script", "replay", "local")   # model names ladr_lab answers itself: provider "ladr_lab"
 AttrValue = str | bool | int | float | list[str]
 
 
@@ -286,18 +286,6 @@ def _messages(messages: list) -> dict[str, AttrValue]:
         attrs["input.value"] = last_user
         attrs["input.mime_type"] = "text/plain"
     return attrs
-
-
-def provider_of(model: str | None) -> str | None:
-    """The provider a model name gives: a litellm prefix (`openai/...` is openai), ladr_lab's own models' ladr_lab."""
-    name = (model or "").strip()
-    head = name.split(":", 1)[0]
-    if head in OWN_MODELS or name in OWN_MODELS:
-        return "ladr_lab"
-    if head == "litellm":          # `litellm:openai/gpt-4o`, as an embedding or a wrapped model names itself
-        name = name.split(":", 1)[1]
-    prefix, slash, rest = name.partition("/")
-    return prefix.lower() if slash and prefix and rest else None
 
 
 def _provider(provider: str | None) -> dict[str, AttrValue]:

@@ -29,7 +29,7 @@ def _request_matches():
 
 @pytest.mark.parametrize("schema", list(_request_matches()))
 def test_every_example_requestmatch_makes_a_grammar(schema):
-    """(llama.cpp parses each of them in tests/models/test_local.py, which has a model's vocabulary to parse with)"""
+    """(llama.cpp parses each of them in tests/models/local/test_local.py, which has a model's vocabulary to parse with)"""
     text = constrained_grammar(schema)
     assert "root ::= request | prose" in text.splitlines()
     assert "root ::= request | answer | prose" in constrained_grammar(schema, json_answer=True).splitlines()

@@ -210,7 +210,8 @@ def test_a_group_s_steps_nest_under_the_group_step(sdk):
 @pytest.mark.parametrize(("model", "run_model", "provider"), [
     ("openai/gpt-4o-mini", "offline", "openai"), ("anthropic/claude-3-5-haiku", "x", "anthropic"),
     ("offline", "offline", "ladr_lab"), ("scripted-gpt", "script:/tmp/s.yaml", "ladr_lab"),
-    ("scripted-gpt", "replay:run.jsonl", "ladr_lab"), ("gpt-4o", "gpt-4o", None)])
+    ("scripted-gpt", "replay:run.jsonl", "ladr_lab"), ("litellm:openai/gpt-4o", "x", "openai"),
+    ("gpt-4o", "gpt-4o", "openai"), ("mistral-large-latest", "mistral-large-latest", None)])
 def test_a_round_names_its_provider_when_the_model_name_gives_one(sdk, model, run_model, provider):
     llm = next(s for s in _export(_trace(_call("s", 1, 2.0, model=model), model=run_model))
                if s.name == "round 1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..round.grammar import ParsedEntry, norm_path, parse_prompt
+from ...round.grammar import ParsedEntry, norm_path, parse_prompt
 from .words import leaf_strings
 
 __all__ = ["Field", "FileInfo", "Prompt", "pick_question", "read_prompt"]

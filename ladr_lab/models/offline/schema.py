@@ -1,6 +1,9 @@
 """JSON Schema helpers for the offline model: reading which request modes a requestMatch declares,
 checking candidates (`round.validators.conforms`), and building an instance of an output schema
 from the answer's material.
+
+Internal to the offline backend (it was `models/_schema.py`): only `models/offline/` imports it, and its names
+are no part of `ladr_lab.models`' face. The folder, not a leading underscore, now says whose it is.
 """
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..round.validators import conforms as is_valid
+from ...round.validators import conforms as is_valid
+
+__all__ = ["Material", "build_instance", "enum_values", "is_valid", "properties", "resolve"]
 
 _MAX_DEPTH = 8
 

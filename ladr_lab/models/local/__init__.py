@@ -15,6 +15,10 @@ imported on first use; without it, resolving the name says which package to inst
   only an answer: prose, or any JSON object when the step tests its output as JSON. The completion says so
   (`Completion.constrained`), and so do the trace and the printout's `why:` line. Off by default: the raw model's
   mistakes are what teaching shows.
+
+The backend's own module, beside this one: `weights` (the packaged GGUF files, assembled and checked). The grammar
+of `constrain="request"` stays at `models/constrain.py`, because the litellm backend sends it too (to llama.cpp's
+OpenAI-compatible server).
 """
 from __future__ import annotations
 
@@ -27,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelError
-from .base import CallInfo, Completion
-from .options import check_options
+from ...errors import ModelError
+from ..base import CallInfo, Completion
+from ..options import check_options
 from .weights import DEFAULT_LOCAL, find_packaged, weights_path
 
 __all__ = ["LOCAL_OPTIONS", "CallStats", "LocalModel", "default_threads", "local_runtime_missing", "resolve_weights"]
@@ -190,7 +194,7 @@ class LocalModel:
             return self._grammar_of(self.grammar_text, "grammar"), "grammar", None
         if self.constrain != "request" or call is None:
             return None, None, None
-        from .constrain import CallConstraint
+        from ..constrain import CallConstraint
 
         c = CallConstraint.of(call)
         return self._grammar_of(c.grammar, "constrained grammar"), c.kind, c

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cachedir import cache_root
-from ..errors import ModelError
+from ...cachedir import cache_root
+from ...errors import ModelError
 
 __all__ = ["CATALOGUE", "DEFAULT_LOCAL", "PackagedModel", "WeightsError", "assemble", "find_packaged", "installed_parts",
            "models_dir", "weights_path"]

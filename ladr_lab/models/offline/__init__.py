@@ -49,6 +49,9 @@ researcher, so every demo and notebook runs end to end without an API:
 5. **equals**: a step gated by `if: {equals: S}` with no output schema answers exactly `S`.
 
 Same prompt and hints, same Completion (latency 0, cost 0, tokens estimated as chars/4).
+
+The backend's own modules, beside this one: `reading` (how a prompt is read), `words` (the word scoring) and
+`schema` (building and checking JSON against a schema; internal to this backend).
 """
 from __future__ import annotations
 
@@ -56,15 +59,15 @@ import json
 import math
 import re
 
-from ..round.vocabulary import MODES as REQUEST_MODES
-from ._schema import Material, build_instance, enum_values, is_valid, properties, resolve
-from .base import (
+from ...round.vocabulary import MODES as REQUEST_MODES
+from ..base import (
     CallInfo,
     Completion,
     system_text,
     user_text,
 )
 from .reading import Prompt, read_prompt
+from .schema import Material, build_instance, enum_values, is_valid, properties, resolve
 from .words import path_terms, sentences, stem, terms, words
 
 __all__ = ["OfflineModel"]

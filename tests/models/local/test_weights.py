@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from ladr_lab.errors import ModelError
-from ladr_lab.models import weights
-from ladr_lab.models.weights import (
+from ladr_lab.models.local import weights
+from ladr_lab.models.local.weights import (
     CATALOGUE,
     PackagedModel,
     WeightsError,

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ladr_lab.models import CallInfo, OfflineModel
-from ladr_lab.models.reading import read_prompt
-from ladr_lab.models.words import stem, terms
+from ladr_lab.models.offline.reading import read_prompt
+from ladr_lab.models.offline.words import stem, terms
 
 EXHAUSTED = "Retrieval budget exhausted. Produce your final answer now."
 SYSTEM = 'Research the Question. Use FileIndex to find relevant docs. Emit {"request": {...}} to retrieve.'
@@ -449,7 +449,7 @@ def test_a_full_round_s_left_out_entries_are_never_cited_as_evidence(round_chars
     from ladr_lab import Run
     from ladr_lab.round.grammar import parse_prompt
 
-    ladder = Path(__file__).resolve().parents[2] / "examples" / "research.yaml"
+    ladder = Path(__file__).resolve().parents[3] / "examples" / "research.yaml"
     run = Run(ladder, input="How does deduplication work across retrieval rounds?", max_round_chars=round_chars)
     result = run.run()
     prompts = [e.messages[-1]["content"] for e in run.trace.events if e.type == "llm_call"]

@@ -21,13 +21,13 @@ from ladr_lab.errors import ModelError
 from ladr_lab.models import CallInfo, get_model
 from ladr_lab.round.validators import make_validator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _missing() -> str | None:
     if importlib.util.find_spec("llama_cpp") is None:
         return "the local extra (llama-cpp-python) is not installed"
-    from ladr_lab.models.weights import CATALOGUE, DEFAULT_LOCAL, WeightsError, installed_parts
+    from ladr_lab.models.local.weights import CATALOGUE, DEFAULT_LOCAL, WeightsError, installed_parts
 
     try:
         installed_parts(CATALOGUE[DEFAULT_LOCAL])
