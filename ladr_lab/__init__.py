@@ -46,7 +46,15 @@ from .errors import (
     SourceResolutionError,
     TraceError,
 )
-from .experiments import Evaluation, Experiment, evaluate, experiment, load_evaluation, load_experiment
+from .experiments import (
+    Evaluation,
+    Experiment,
+    evaluate,
+    experiment,
+    load_evaluation,
+    load_experiment,
+    load_results,
+)
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (
     CallInfo,
@@ -141,6 +149,7 @@ __all__ = [
     "load_labels",
     "load_ladder",
     "load_ladder_text",
+    "load_results",
     "load_trace",
     "rejudge",
     "rejudge_rows",

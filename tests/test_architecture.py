@@ -26,7 +26,7 @@ LAYERS = {
     "engine": 5, "server": 5,
     "analysis": 6,
     "experiments": 7,
-    "cli": 8, "widgets": 8, "magics": 8,
+    "cli": 8, "widgets": 8, "magics": 8, "evaluation": 8,      # evaluation: a deprecated alias of experiments' names
     "__init__": 9, "__main__": 9,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp",
@@ -67,7 +67,10 @@ def _imports(rel: Path, tree: ast.AST):
         elif isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
-                yield (("ladr_lab", parts[1]) if parts[0] == "ladr_lab" and len(parts) > 1 else ("ext", parts[0])), node
+                if parts[0] == "ladr_lab":
+                    yield ("ladr_lab", parts[1] if len(parts) > 1 else "__init__"), node
+                else:
+                    yield ("ext", parts[0]), node
 
 
 def _module_level(tree: ast.Module) -> set[int]:
@@ -92,8 +95,10 @@ def _upward(modules) -> list[str]:
         me = _top(rel)
         assert me in LAYERS, f"{rel}: add its package to LAYERS"
         for (kind, target), node in _imports(rel, tree):
-            if kind != "ladr_lab" or target == me or target is None or target not in LAYERS:
+            if kind != "ladr_lab" or target == me or target is None:
                 continue
+            if target not in LAYERS:      # a name the package root re-exports (`from .. import evaluate`)
+                target = "__init__"
             if LAYERS[target] >= LAYERS[me]:
                 problems.append(f"{rel}:{node.lineno} imports {target} (layer {LAYERS[target]}) from layer {LAYERS[me]}")
     return problems
@@ -108,10 +113,14 @@ def test_the_layer_check_finds_an_upward_and_a_sideways_import():
     """The check itself: an import of a higher layer, and one of a package on the same layer, are both found."""
     up = ast.parse("from ..experiments import experiment\n")
     side = ast.parse("def f():\n    from ..server import serve\n")
-    down = ast.parse("from ..slate import Folder\n")
-    found = _upward([(Path("engine/x.py"), up), (Path("engine/y.py"), side), (Path("engine/z.py"), down)])
+    root = ast.parse("from .. import evaluate\nimport ladr_lab\n")
+    down = ast.parse("from ..slate import Folder\nfrom . import html\nfrom .. import errors\n")
+    found = _upward([(Path("engine/x.py"), up), (Path("engine/y.py"), side), (Path("engine/r.py"), root),
+                     (Path("engine/z.py"), down)])
     assert found == ["engine/x.py:1 imports experiments (layer 7) from layer 5",
-                     "engine/y.py:2 imports server (layer 5) from layer 5"]
+                     "engine/y.py:2 imports server (layer 5) from layer 5",
+                     "engine/r.py:1 imports __init__ (layer 9) from layer 5",
+                     "engine/r.py:2 imports __init__ (layer 9) from layer 5"]
 
 
 def _package_graph() -> dict[str, set[str]]:
@@ -196,7 +205,8 @@ def test_all_is_sorted_complete_and_documented(name):
 # packages each of whose modules (not only the package's face) has a sorted, complete and documented __all__
 MODULE_ALL_PACKAGES = ("cli", "engine", "search", "server", "slate")
 # deprecated aliases: importable by their old names (for old callers), listed in no __all__
-DEPRECATED_ALIASES = {"ladr_lab.server.limits": {"Limits"}, "ladr_lab.search.request": {"MODES"}}
+DEPRECATED_ALIASES = {"ladr_lab.server.limits": {"Limits"}, "ladr_lab.search.request": {"MODES"},
+                      "ladr_lab.server.http": {"DISCARD_FACTOR", "Limits", "PATHS", "host_name"}}
 
 
 def _module_names() -> list[str]:
@@ -260,11 +270,24 @@ def test_every_module_of_the_listed_packages_has_a_sorted_complete_documented_al
             assert (obj.__doc__ or "").strip(), f"{name}.{n} has no docstring"
 
 
+def test_the_old_evaluation_package_is_an_alias_that_warns():
+    import ladr_lab
+    from ladr_lab import evaluation, experiments
+
+    for name in evaluation.__all__:
+        with pytest.warns(DeprecationWarning, match=f"ladr_lab.experiments.{name}"):
+            assert getattr(evaluation, name) is getattr(experiments, name) is getattr(ladr_lab, name)
+    with pytest.raises(AttributeError):
+        evaluation.batch  # noqa: B018
+
+
 def test_a_deprecated_alias_is_the_renamed_thing():
     from ladr_lab.search import request
-    from ladr_lab.server import limits
+    from ladr_lab.server import asgi, http, limits, serving
 
     assert limits.Limits is limits.HttpLimits and request.MODES is request.SEARCH_MODES
+    assert (http.Limits, http.PATHS, http.DISCARD_FACTOR, http.host_name) == \
+        (limits.HttpLimits, asgi.PATHS, asgi.DISCARD_FACTOR, serving.host_name)
     with pytest.warns(DeprecationWarning, match="HttpLimits"):
         from ladr_lab.server import Limits
     assert Limits is limits.HttpLimits

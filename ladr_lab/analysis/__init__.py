@@ -1,7 +1,7 @@
 """Questions answered about recorded runs without calling the model again: re-judging against an edited
 ladder, tuning requestMatch over a data set (variants scored against labels), diffs of two runs and of two
 rounds' prompts, and lint of the pitfalls of seed 001. (Running a ladder
-over many inputs is `ladr_lab.evaluation`.)"""
+over many inputs is `ladr_lab.experiments`, which stands above this package.)"""
 from .diff import RunDiff, diff_runs
 from .labels import load_labels, save_labels
 from .lint import Finding, LintReport, lint

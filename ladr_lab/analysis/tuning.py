@@ -11,6 +11,7 @@ still detect).
 """
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Mapping
@@ -69,16 +70,34 @@ class Judged:
 
 # ---- reading the source -------------------------------------------------------------------------------------
 
+def _is_trace_file(path: Path) -> bool:
+    """Whether a .jsonl file is a trace: its first line is a run's first event."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = json.loads(fh.readline() or "null")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and first.get("type") == "run_start"
+
+
 def _folder_traces(folder: Path) -> list[tuple[str, Any]]:
-    files = sorted((folder / "traces").glob("*.jsonl")) or sorted(folder.glob("*.jsonl"))
+    """A folder of trace files (`traces/*.jsonl` or `*.jsonl`), by file name. A batch run's folder is not read here
+    (its rows' ids and order are in a file only `experiments` reads): it is refused, saying what reads it."""
+    files = [p for p in sorted(folder.glob("*.jsonl")) if p.is_file()]
+    batch = any(not _is_trace_file(p) for p in files) or any(folder.glob("*/traces/*.jsonl"))
+    if batch:
+        raise LadrError(f"{folder} is a batch run's folder (an evaluation's or an experiment's): pass "
+                        "ladr_lab.load_results(folder) — or load_evaluation / load_experiment — which gives its rows "
+                        "by id, in input order")
+    files = sorted((folder / "traces").glob("*.jsonl")) or files
     return [(p.stem, p) for p in files]
 
 
 def iter_sources(source: Any) -> list[tuple[str, Trace]]:
-    """(row id, Trace) of a source: anything with `.traces()` (an Evaluation, an Experiment), a folder of traces
-    (`traces/*.jsonl` or `*.jsonl`, by file name: an evaluation's or experiment's folder is read by
-    `experiments.load_results`, which gives its rows in input order), a trace file, a Trace or a Run, or a list of
-    those or of (row id, one of those)."""
+    """(row id, Trace) of a source: anything with `.traces()` (an Evaluation, an Experiment), a folder of trace
+    files (`traces/*.jsonl` or `*.jsonl`, by file name; a batch run's folder is refused, naming
+    `ladr_lab.load_results`, which reads it), a trace file, a Trace or a Run, or a list of those or of (row id,
+    one of those)."""
     pairs: list[tuple[str, Any]]
     if hasattr(source, "traces") and callable(source.traces):
         pairs = [(str(r), t) for r, t in source.traces()]
@@ -87,8 +106,7 @@ def iter_sources(source: Any) -> list[tuple[str, Trace]]:
         if path.is_dir():
             pairs = _folder_traces(path)
             if not pairs:
-                raise LadrError(f"{path} holds no traces (traces/*.jsonl or *.jsonl; for an experiment's folder, "
-                                "pass ladr_lab.load_experiment(folder))")
+                raise LadrError(f"{path} holds no traces (traces/*.jsonl or *.jsonl)")
         elif path.is_file():
             pairs = [(path.stem, path)]
         else:
@@ -369,7 +387,7 @@ def tune_request_match(source: Any, variants: Mapping[str, Any], *, labels: Any 
     """Judge every recorded output of a data set's retrieve rounds by each requestMatch variant, with no model
     call: a SchemaTuning (tables, and precision and recall of request detection where outputs are labelled).
 
-    `source`: an Evaluation (anything with `.traces()`), an output folder, a trace file, a Trace, a Run, or a
+    `source`: an Evaluation or Experiment (anything with `.traces()`), a folder of traces, a trace file, a Trace, a Run, or a
     list of them (or of (row id, one of them)). `variants`: {name: one schema (for `step`, or the only retrieve
     step) | {step_id: schema} | a Ladder | a ladder path}. `labels`: {(row, step, round) or (row, step, node,
     round): "request" | "answer"}, a DataFrame or CSV path (row, step, round, label; node optional), added to

@@ -7,9 +7,10 @@ without the model."""
 from .assertions import Assertion, load_asserts
 from .cells import CellResult, CellSource
 from .checks import AssertionResult
-from .results import Evaluation, Experiment, load_evaluation, load_experiment
+from .results import Evaluation, Experiment, load_evaluation, load_experiment, load_results
 from .runner import evaluate, experiment
 from .variants import Variant, load_variants
 
 __all__ = ["Assertion", "AssertionResult", "CellResult", "CellSource", "Evaluation", "Experiment", "Variant",
-           "evaluate", "experiment", "load_asserts", "load_evaluation", "load_experiment", "load_variants"]
+           "evaluate", "experiment", "load_asserts", "load_evaluation", "load_experiment", "load_results",
+           "load_variants"]

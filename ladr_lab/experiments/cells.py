@@ -84,7 +84,7 @@ class CellSpec:
 _REJUDGED = re.compile(r"re-judged from (?P<base>.+?)(?:, (?P<live>\d+) call\(s\) live)?")
 _COPIED = re.compile(r"same as (?P<base>.+?): no verdict changes")
 _RUN_BECAUSE = re.compile(r"run \((?P<why>.*)\)")
-_BASE_IN_WHY = re.compile(r"the base cell (?P<base>.+)/[^/]* has no recording")
+_BASE_IN_WHY = re.compile(r"the base cell (?P<base>[^/]+)/.* has no recording")   # a variant name has no "/"
 
 
 @dataclass(frozen=True)
@@ -118,10 +118,15 @@ class CellSource:
 
     @classmethod
     def parse(cls, text: Any) -> CellSource:
-        """The source a `source` column's text says (None or empty: `run`)."""
+        """The source a `source` column's text says (None or empty: `run`); its `text` is that text again."""
         if text is None or text == "" or text == "run":
             return cls()
         text = str(text)
+        got = cls._read(text)
+        return got if got.text == text else dataclasses.replace(got, raw=text)
+
+    @classmethod
+    def _read(cls, text: str) -> CellSource:
         m = _REJUDGED.fullmatch(text)
         if m:
             return cls("rejudged", m["base"], int(m["live"] or 0))

@@ -1,5 +1,5 @@
 """Cells on this process's threads (`experiment(..., backend="local")`, and every `evaluate`): the local backend,
-beside `ray_backend.py`, which the runner chooses between (`runner._dispatch`)."""
+beside `ray_backend.py`; the runner's loop chooses between them (`runner._Batch.run`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping

@@ -17,7 +17,8 @@ from .cells import CellResult
 from .folder import RESULTS, SUMMARY, TABLE, latest_cells, read_manifest
 from .inputs import most_common_error
 
-__all__ = ["COLUMNS", "EVALUATION_COLUMNS", "HIDDEN", "Evaluation", "Experiment", "is_results_folder",
+__all__ = ["COLUMNS", "EVALUATION_COLUMNS", "HIDDEN", "Evaluation", "Experiment", "is_evaluation_folder",
+           "is_results_folder",
            "load_evaluation", "load_experiment", "load_results"]
 
 # the experiment's table, in its column order (a column per assertion after `passed`, the inputs after those)
@@ -53,6 +54,12 @@ class Experiment(Displayable):
         self.notes: list[str] = list(notes)
         self._rows: list[dict] | None = None
         self._traces: dict[tuple[str | None, str], Trace] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and (self.out, self.cells, self.variants, self.interrupted, self.notes) == \
+            (other.out, other.cells, other.variants, other.interrupted, other.notes)      # type: ignore[attr-defined]
+
+    __hash__ = None      # type: ignore[assignment]   # mutable, as the dataclass it was
 
     @property
     def rows(self) -> list[dict]:
@@ -362,10 +369,13 @@ def is_results_folder(out: str | Path) -> bool:
     return (Path(out) / RESULTS).is_file()
 
 
+def is_evaluation_folder(out: str | Path) -> bool:
+    """Whether a batch run's folder is an evaluation's: no manifest (an experiment writes it before its first
+    cell), and no cell with a variant."""
+    return read_manifest(out) is None and all(c.variant is None for c in latest_cells(out))
+
+
 def load_results(out: str | Path) -> Experiment:
-    """A batch run's folder read back as what wrote it: an Experiment when it has a manifest or its cells have
-    variants, an Evaluation otherwise."""
-    cells = latest_cells(out)
-    if read_manifest(out) is None and cells and all(c.variant is None for c in cells):
-        return load_evaluation(out)
-    return load_experiment(out)
+    """A batch run's folder read back as what wrote it: an Evaluation (`is_evaluation_folder`), else an
+    Experiment."""
+    return load_evaluation(out) if is_evaluation_folder(out) else load_experiment(out)

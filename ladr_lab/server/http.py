@@ -31,10 +31,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .asgi import RpcApp
-from .limits import HttpLimits, limited_protocol
+# the names this module exported before `serving.py` and `limits.py` took them: still importable from here
+from .asgi import DISCARD_FACTOR, PATHS, RpcApp  # noqa: E402,F401
+from .limits import (
+    HttpLimits,
+    Limits,  # noqa: E402,F401
+    limited_protocol,
+)
 from .protocol import Dispatcher
-from .serving import Admission, Serving, accept_backlog, listen, server_class
+from .serving import (
+    Admission,
+    Serving,
+    accept_backlog,
+    host_name,  # noqa: E402,F401
+    listen,
+    server_class,
+)
 
 __all__ = ["HttpServer"]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..display import badge, concat, fmt_cost, join, kv_table, note, pre, tag
+from ..errors import LadrError
 from ..experiments import CellResult, Evaluation, Experiment, load_evaluation, load_experiment
 from ..experiments.html import (
     cell_kind,
@@ -24,6 +25,7 @@ from ..experiments.html import (
     reasons_html,
     summary_html,
 )
+from ..experiments.results import is_evaluation_folder
 from .diff_view import DiffView
 from .parts import PAGE, PagedTable, View, button, head_html, html, ipw, layout, message_html
 from .trace_view import TraceView
@@ -56,11 +58,13 @@ class ExperimentView(View):
 
     css_class = "ladr-experiment-view"
 
-    def __new__(cls, experiment: Any = None, **_kw: Any) -> Any:
-        # an evaluation (or its folder) is the experiment of one variant: its view is the table
-        if cls is ExperimentView and (isinstance(experiment, Evaluation) or (
-                isinstance(experiment, (str, Path)) and _evaluation_folder(Path(experiment)))):
-            cls = EvaluationView
+    def __new__(cls, experiment: Any = None, **kw: Any) -> Any:
+        # an evaluation (or its folder) is the experiment of one variant: its grid is a table, its view the
+        # EvaluationView (made and returned here: not an ExperimentView, so Python does not initialise it again)
+        if cls is ExperimentView and isinstance(experiment, (str, Path)) and is_evaluation_folder(experiment):
+            experiment = load_evaluation(experiment)
+        if cls is ExperimentView and isinstance(experiment, Evaluation):
+            return EvaluationView(experiment, **{k: v for k, v in kw.items() if k == "page"})
         return super().__new__(cls)
 
     def __init__(self, experiment: Experiment | str | Path, *, page: int = ROWS_PER_PAGE,
@@ -324,25 +328,22 @@ class ExperimentView(View):
                          counts, note(f"  ·  {exp.out}"), note("  (interrupted)") if exp.interrupted else None)
 
 
-def _evaluation_folder(path: Path) -> bool:
-    """A batch folder with no experiment manifest whose cells have no variant: an evaluation's."""
-    from ..experiments.results import load_results
-    return isinstance(load_results(path), Evaluation)
-
-
-class EvaluationView(ExperimentView):
+class EvaluationView(View):
     """`EvaluationView(evaluation)` (an Evaluation or its output folder): counts by status, the results table a
-    page at a time (filtered by status), and the trace of the row picked — an ExperimentView of one variant,
-    whose grid is a table."""
+    page at a time (filtered by status), and the trace of the row picked — what `ExperimentView` shows of an
+    experiment of one variant with no assertions, whose grid is a table."""
 
     css_class = "ladr-evaluation-view"
 
-    def __init__(self, evaluation: Evaluation | str | Path, *, page: int = PAGE,
-                 pair: tuple[str, str] | None = None) -> None:
-        View.__init__(self)
+    def __init__(self, evaluation: Evaluation | str | Path, *, page: int = PAGE) -> None:
+        super().__init__()
         w = ipw()
-        self.evaluation = evaluation if isinstance(evaluation, Evaluation) else load_evaluation(evaluation)
-        self.experiment = ev = self.evaluation
+        if not isinstance(evaluation, Evaluation):
+            if not is_evaluation_folder(evaluation):
+                raise LadrError(f"{evaluation} is not an evaluation's folder (an experiment's is shown by "
+                                "ExperimentView)")
+            evaluation = load_evaluation(evaluation)
+        self.evaluation = self.experiment = ev = evaluation
         self.page = page
         counts = ev.counts()
         head = concat(tag("b", f"Evaluation: {len(ev.rows):,} rows  "),
@@ -352,7 +353,7 @@ class EvaluationView(ExperimentView):
         self.header = html(head_html(head))
         self.status = w.Dropdown(options=["all", *sorted(counts)], value="all", description="status")
         self.pages = PagedTable(self.rows, evaluation_rows_html, size=page, controls=[self.status],
-                                pick=lambda c, _i: c.row, on_pick=self.open_row, cls="ladr-eval-table")
+                                pick=lambda r, _i: str(r["row"]), on_pick=self.open_row, cls="ladr-eval-table")
         self.prev, self.next, self.page_label = self.pages.prev, self.pages.next, self.pages.page_label
         self.table, self.row_pick = self.pages.table, self.pages.pick
         self.row_box = w.VBox([])
@@ -360,10 +361,10 @@ class EvaluationView(ExperimentView):
         self.widget = self._root([self.header, self.pages.widget, self.row_box])
         self.status.observe(lambda _c: self.pages.show(0), names="value")
 
-    def rows(self) -> list[CellResult]:  # type: ignore[override]
-        """The rows the status filter lets through."""
+    def rows(self) -> list[dict]:
+        """The rows the status filter lets through (their results lines)."""
         s = self.status.value
-        return [c for c in self.evaluation.cells if s == "all" or c.status == s]
+        return [r for r in self.evaluation.rows if s == "all" or r.get("status") == s]
 
     def show(self, start: int) -> None:
         """Show the page of rows starting at `start`."""

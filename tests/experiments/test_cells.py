@@ -44,6 +44,16 @@ def test_every_source_reads_back_from_its_own_text(kind, base, live, row):
     assert CellSource.parse(source.text) == source
 
 
+@pytest.mark.parametrize("text", ["re-judged from x, 0 call(s) live", "run ()", "same as a/b: no verdict changes"])
+def test_a_source_text_reads_back_as_itself_whatever_its_spelling(text):
+    assert CellSource.parse(text).text == text
+
+
+def test_the_base_of_a_cell_whose_row_id_has_a_slash_is_its_variant():
+    got = CellSource.parse("run (the base cell v/r/x has no recording)")
+    assert (got.kind, got.base) == ("run", "v")
+
+
 def test_a_source_text_of_another_version_is_kept_and_judged_by_its_first_word():
     run, other = CellSource.parse("run again, differently"), CellSource.parse("borrowed from b")
     assert (run.kind, run.text) == ("run", "run again, differently")

@@ -178,9 +178,9 @@ def test_a_worker_on_another_node_sends_its_trace_and_the_driver_writes_it_where
     spec = CellSpec(row="1", pos=1, fields={"context": "q"}, out=str(tmp_path), trace="a/traces/1.jsonl",
                     fingerprint="f", model="offline", expected=("context",), variant="a")
     task = CellTask(spec, "a")
-    row, text = run_task(task, variants["a"], None, driver_node="another-node")
+    cell, text = run_task(task, variants["a"], None, driver_node="another-node")
     trace = tmp_path / "a" / "traces" / "1.jsonl"
-    assert row["status"] == "completed" and text == trace.read_text()
+    assert cell.status == "completed" and text == trace.read_text()
     same_node = run_task(task, variants["a"], None, driver_node=ray.get_runtime_context().get_node_id())
     assert same_node[1] is None       # one file system: nothing to send
     trace.unlink()                     # the driver's side of a cluster without a shared file system
@@ -228,11 +228,11 @@ def test_every_cell_of_a_run_uses_one_of_the_pool_processes(variants, script, tm
         return {"pass": False, "reason": str(os.getpid())}
     v = load_variants({"a": variants["a"]})[0]
     asserts = tuple(load_asserts(pid_of))
-    tasks = [CellTask(_spec(v, tmp_path, f"r{i}", i, {"context": f"q{i}"}, script, None, None, False, None, None),
-                      "a", asserts) for i in range(8)]
-    rows: list[dict] = []
-    info = ray_backend.run_on_ray(tasks, {"a": v.ladder}, workers=4, on_result=rows.append)
+    tasks = [CellTask(_spec(v.name, v.ladder, v.knobs, tmp_path, f"r{i}", i, {"context": f"q{i}"}, script, None,
+                            None, False, None, None), "a", asserts) for i in range(8)]
+    cells: list = []
+    info = ray_backend.run_on_ray(tasks, {"a": v.ladder}, workers=4, on_result=cells.append)
     assert info["cells"] == 8 and (info["processes"], info["threads"]) == (2, 2)
-    assert len(rows) == 8 and all(r["status"] == "completed" for r in rows)
-    pids = {next(iter(r["reasons"].values())) for r in rows}
+    assert len(cells) == 8 and all(c.status == "completed" for c in cells)
+    pids = {next(iter(c.reasons().values())) for c in cells}
     assert 1 <= len(pids) <= 2 and str(os.getpid()) not in pids

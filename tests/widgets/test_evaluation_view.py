@@ -35,3 +35,22 @@ def test_rows_filter_pages_and_a_rows_trace(ladder, slates, tmp_path):
     assert "text/html" in v._repr_mimebundle_() and len(ev.rows) == 7
     v.status.value = "error"
     assert "1–1 of 1" in v.page_label.value and "model down" in v.table.value
+
+
+def test_an_evaluation_is_shown_as_the_table_by_either_view():
+    """A one-variant grid is a table: ExperimentView of an evaluation (or its folder) is the EvaluationView, and an
+    EvaluationView refuses an experiment's folder rather than folding its cells by row."""
+    from pathlib import Path
+
+    from ladr_lab.errors import LadrError
+    from ladr_lab.experiments import load_evaluation
+    from ladr_lab.widgets import ExperimentView
+
+    old = Path(__file__).resolve().parents[1] / "fixtures" / "batch_v1"
+    by_folder, by_object = ExperimentView(old / "evaluation"), ExperimentView(load_evaluation(old / "evaluation"))
+    assert type(by_folder) is EvaluationView and type(by_object) is EvaluationView
+    assert "4 rows" in by_folder.header.value and "1–4 of 4" in by_folder.page_label.value
+    assert [r["row"] for r in by_folder.rows()] == ["dedup", "rounds", "down", "nocontext"]
+    assert type(ExperimentView(old / "experiment")) is ExperimentView
+    with pytest.raises(LadrError, match="not an evaluation's folder"):
+        EvaluationView(old / "experiment")
