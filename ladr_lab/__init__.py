@@ -26,7 +26,6 @@ from .analysis import (
     rejudge_rows,
     round_diff,
     save_labels,
-    tune_request_match,
 )
 from .config import Ladder, WatchedLadder, iter_problems, load_ladder, load_ladder_text, watch
 from .cost import cost_report
@@ -54,6 +53,7 @@ from .experiments import (
     load_evaluation,
     load_experiment,
     load_results,
+    tune_request_match,
 )
 from .jsonx import NO_JSON, extract, extract_json
 from .models import (

@@ -126,7 +126,7 @@ def _tune_variant(item: str):
 
 def cmd_tune(a) -> int:
     """Score requestMatch variants on every recorded retrieve output of an eval or experiment folder, or traces."""
-    from ..analysis import tune_request_match
+    from ..experiments.tuning import tune_request_match
     try:
         variants = dict(_tune_variant(v) for v in a.variant)
         source: object = [Path(t) for t in a.source] if len(a.source) > 1 else Path(a.source[0])
@@ -142,8 +142,6 @@ def cmd_tune(a) -> int:
             source = exp.traces(of)
         elif a.of:
             raise LadrError(f"--of names a variant of an experiment folder (one holding {MANIFEST})")
-        elif batch is not None:
-            source = batch                      # an evaluation's rows, in input order
         tuning = tune_request_match(source, variants, labels=a.labels, step=a.step)
         if a.json:
             scores = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}

@@ -9,8 +9,9 @@ from .cells import CellResult, CellSource
 from .checks import AssertionResult
 from .results import Evaluation, Experiment, load_evaluation, load_experiment, load_results
 from .runner import evaluate, experiment
+from .tuning import tune_request_match
 from .variants import Variant, load_variants
 
 __all__ = ["Assertion", "AssertionResult", "CellResult", "CellSource", "Evaluation", "Experiment", "Variant",
            "evaluate", "experiment", "load_asserts", "load_evaluation", "load_experiment", "load_results",
-           "load_variants"]
+           "load_variants", "tune_request_match"]

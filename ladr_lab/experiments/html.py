@@ -8,7 +8,7 @@ The grid and the table are bounded (`ROWS` rows; the rest counted): the widget (
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.html import ROWS
@@ -183,7 +183,7 @@ def _cell(v: Any, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def evaluation_rows_html(rows: list[Cell], start: int = 0, count: int = ROWS) -> Html:
+def evaluation_rows_html(rows: Sequence[Cell], start: int = 0, count: int = ROWS) -> Html:
     """Evaluation rows (cells, or their results lines) as a table: row id, inputs, status, calls, tokens, cost,
     output and error."""
     shown = [CellResult.of(r) for r in rows[start:start + count]]

@@ -121,9 +121,9 @@ def run_task(task: CellTask, ladder: Any, limiter: Any = None, driver_node: str 
     cell = execute(task, ladder, limiter=limiter)
     text: str | None = None
     if driver_node is not None and _node_id() != driver_node and cell.trace:
-        path = Path(task.spec.out) / cell.trace
-        if path.is_file():
-            text = path.read_text(encoding="utf-8", errors="backslashreplace")
+        written = Path(task.spec.out) / cell.trace
+        if written.is_file():
+            text = written.read_text(encoding="utf-8", errors="backslashreplace")
     return cell, text
 
 
@@ -210,7 +210,7 @@ def _cluster_cpus(ray) -> float:
         return 1.0
 
 
-def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address: str | None = None,
+def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, address: str | None = None,
                workers: int = 8, rate_limit: Any = None,
                on_result: Callable[[CellResult], None]) -> dict[str, Any]:
     """Run every task on a pool of Ray actor processes (at most `workers` cells at once), calling
@@ -235,7 +235,7 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str, Any], *, address
     runner_cls = ray.remote(_CellRunner)
     pool = [runner_cls.options(**options).remote() for _ in range(processes)]
     load = [0] * processes
-    refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks})}
+    refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks}, key=str)}
     driver = _node_id()
     pending = iter(tasks)
     in_flight: dict[Any, tuple[CellTask, float, int]] = {}

@@ -57,7 +57,7 @@ class Experiment(Displayable):
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and (self.out, self.cells, self.variants, self.interrupted, self.notes) == \
-            (other.out, other.cells, other.variants, other.interrupted, other.notes)      # type: ignore[attr-defined]
+            (other.out, other.cells, other.variants, other.interrupted, other.notes)
 
     __hash__ = None      # type: ignore[assignment]   # mutable, as the dataclass it was
 
@@ -220,7 +220,7 @@ class Experiment(Displayable):
         model call: `analysis.tune_request_match` over one variant's cells (default: the first variant), the rows'
         `labels` input column and `labels=` as its labels."""
         from ..analysis import tune_request_match
-        names = self.variants or list(dict.fromkeys(c.variant for c in self.cells))
+        names: list[str | None] = [*self.variants] or list(dict.fromkeys(c.variant for c in self.cells))
         if not names:
             raise KeyError(f"no cells in {self.out}")
         name = variant or names[0]
@@ -359,7 +359,8 @@ def load_experiment(out: str | Path) -> Experiment:
 
 def load_evaluation(out: str | Path) -> Evaluation:
     """An evaluation read back from its output folder (the last result of each row)."""
-    return Evaluation(out, sorted(latest_cells(out, by_variant=False), key=lambda c: c.pos or 0))
+    cells: list[CellResult] = sorted(latest_cells(out, by_variant=False), key=lambda c: c.pos or 0)
+    return Evaluation(out, cells)
 
 
 def is_results_folder(out: str | Path) -> bool:

@@ -198,7 +198,8 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
         raise
     finally:
         batch.bar.close()
-        ev = Evaluation(out, sorted(batch.finished, key=lambda c: c.pos), interrupted)
+        cells: list[CellResult] = sorted(batch.finished, key=lambda c: c.pos)
+        ev = Evaluation(out, cells, interrupted)
         if not interrupted:
             ev.save_tables()
     return ev
@@ -307,8 +308,8 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         raise
     finally:
         batch.bar.close()
-        exp = Experiment(out, sorted(batch.finished, key=lambda c: (c.pos, _order(variants, c.variant))),
-                         variants=[v.name for v in variants], interrupted=interrupted, notes=notes)
+        cells: list[CellResult] = sorted(batch.finished, key=lambda c: (c.pos, _order(variants, c.variant)))
+        exp = Experiment(out, cells, variants=[v.name for v in variants], interrupted=interrupted, notes=notes)
         if not interrupted:
             exp.save_tables()
     return exp

@@ -34,7 +34,7 @@ from ..config.rewrite import (
 from ..config.standalone import read_schema
 from ..display import Html, badge, concat, note, plural, pre, root, table, tag
 from ..errors import ConfigError
-from ..experiments.results import load_results
+from ..experiments.tuning import as_source
 from ..trace import Trace
 from .parts import View, button, head_html, html, ipw, layout
 
@@ -53,8 +53,7 @@ def _traces(trace: Any, evaluation: Any) -> list[tuple[str, Trace]]:
         label = str(t) if kind is None else f"{kind} {i}" if len(items) > 1 else kind
         out.append((label, Trace.of(t)))
     if evaluation is not None:     # a batch run (or its folder): its cells' traces, as schema tuning reads them
-        batch = evaluation if hasattr(evaluation, "traces") else load_results(evaluation)
-        out += [(f"row {rid}", t) for rid, t in iter_sources(batch)]
+        out += [(f"row {rid}", t) for rid, t in iter_sources(as_source(evaluation))]
     return out
 
 

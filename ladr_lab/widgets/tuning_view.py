@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..analysis import SchemaTuning, load_labels, save_labels, tune_request_match
+from ..analysis import SchemaTuning, load_labels, save_labels
 from ..analysis.html import tuning_scores_html, verdict_badge, where_label
 from ..analysis.labels import Key
 from ..analysis.tuning import RoundOutput
 from ..display import concat, join, note, plural, tag
-from ..experiments.results import is_results_folder, load_results
+from ..experiments.tuning import tune_request_match
 from .parts import PAGE, Pager, View, head_html, html, ipw, layout, message_html
 
 __all__ = ["TuningView"]
@@ -41,10 +41,7 @@ class TuningView(View):
                 from ..analysis.labels import to_labels
                 self.tuning.labels.update(to_labels(labels))
         else:
-            source = tuning_or_source
-            if isinstance(source, (str, Path)) and is_results_folder(source):
-                source = load_results(source)       # a batch run's folder: its rows by id, in input order
-            self.tuning = tune_request_match(source, variants or {}, labels=labels, step=step)
+            self.tuning = tune_request_match(tuning_or_source, variants or {}, labels=labels, step=step)
         self.tuning.labels.update(saved)          # what was labelled here before wins: it is the latest word
         t = self.tuning
         self.header = html(head_html(tag("b", "requestMatch tuning  "),

@@ -86,3 +86,23 @@ def test_resuming_into_old_folders_calls_the_model_for_nothing(tmp_path):
     # nothing was appended: every cell was finished, with the same assertions
     for name in ("evaluation", "experiment"):
         assert (tmp_path / name / "results.jsonl").read_bytes() == (OLD / name / "results.jsonl").read_bytes()
+
+
+def test_schema_tuning_reads_a_batch_folder_through_experiments_only():
+    """`analysis` stands below `experiments` and reads no batch folder: given one it says what reads it;
+    `ladr_lab.tune_request_match` reads it with `load_results` (rows by id, in input order)."""
+    from ladr_lab.analysis import tune_request_match as analysis_tune
+    from ladr_lab.errors import LadrError
+    from ladr_lab.experiments import tune_request_match
+
+    loose = {"type": "object"}
+    for name in ("evaluation", "experiment"):
+        with pytest.raises(LadrError, match=r"batch run's folder .*load_results"):
+            analysis_tune(OLD / name, {"loose": loose})
+    ev = tune_request_match(OLD / "evaluation", {"loose": loose})
+    assert list(dict.fromkeys(o.row for o in ev.outputs)) == ["dedup", "rounds"]
+    assert ev.score_rows() == analysis_tune(load_evaluation(OLD / "evaluation"), {"loose": loose}).score_rows()
+    exp = tune_request_match(OLD / "experiment", {"loose": loose})
+    assert {o.row.split("/")[0] for o in exp.outputs} == {"a", "loose", "tight"}
+    import ladr_lab
+    assert ladr_lab.tune_request_match is tune_request_match
