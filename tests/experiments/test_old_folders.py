@@ -113,7 +113,7 @@ def test_resuming_into_old_folders_retries_only_their_error_cells(tmp_path):
     assert set(calls) == {"down"} and len(calls) == sum(r == "down" for _, r in errors)
     assert ev.retried == sum(v is None for v, _ in errors) == 2 and exp.retried == len(errors) - 2
     for old, new in ((old_ev, ev), (old_exp, exp)):
-        for was, now in zip(old.cells, new.cells):
+        for was, now in zip(old.cells, new.cells, strict=True):
             assert (now.variant, now.row) == (was.variant, was.row)
             if was.status == "error":      # run again, and still an error: the model is still down
                 assert now.retried == 1 and now.status == "error" and now.error_type == was.error_type
@@ -121,7 +121,7 @@ def test_resuming_into_old_folders_retries_only_their_error_cells(tmp_path):
                 assert now.to_dict() == was.to_dict()
     assert f"{exp.retried} error cell(s) of the last run retried ({exp.retried} an error again)" in exp.format()
     assert "2 error cell(s) of the last run retried" in ev.format()
-    for name, old in (("evaluation", old_ev), ("experiment", old_exp)):
+    for name in ("evaluation", "experiment"):
         lines = (tmp_path / name / "results.jsonl").read_bytes()
         before = (OLD / name / "results.jsonl").read_bytes()
         assert lines.startswith(before)        # the old lines stay; one line appended per retried cell
