@@ -2,7 +2,8 @@
 every chat completion after 0.5 s, on the local thread pool and on Ray, beside the ideal
 `cells × calls × latency / concurrency`; then a schema-only variant re-judged from the same recorded rows.
 
-    python benchmarks/experiments.py [--rows 200] [--latency 0.5] [--quick] [--no-ray] [--out FILE.json]
+    python benchmarks/experiments.py [--rows 200] [--latency 0.5] [--quick] [--no-ray] [--ray-address ADDRESS]
+                                     [--out FILE.json]
 
 The ladder is one retrieve step over a two-file slate; the server always answers in prose, so every cell is one
 model call (`openai/fake` through litellm, `api_base` as a model option). The two variants differ in their system
@@ -137,6 +138,8 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.5, help="the server's seconds per answer")
     ap.add_argument("--quick", action="store_true", help="16 rows, no Ray with 32 workers")
     ap.add_argument("--no-ray", action="store_true", help="the local pool and the schema-only variant only")
+    ap.add_argument("--ray-address", metavar="ADDRESS", help="use the Ray already running there (`ray start --head`, "
+                                                             "then e.g. auto) instead of starting a local one")
     ap.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/experiments.json)")
     a = ap.parse_args()
     n = 16 if a.quick else a.rows
@@ -162,7 +165,10 @@ def main() -> None:
         else:
             import logging
             t0 = time.perf_counter()
-            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            if a.ray_address:      # a Ray already running: connecting to it is timed as the start
+                ray.init(address=a.ray_address, log_to_driver=False, logging_level=logging.WARNING)
+            else:
+                ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
             ray_start = round(time.perf_counter() - t0, 3)
             for workers in (8,) if a.quick else (8, 32):
                 # first on workers Ray has yet to start (each imports ladr_lab and litellm), then again on them
@@ -180,7 +186,8 @@ def main() -> None:
     server.server_close()
 
     print(f"{n} rows × 2 variants, one model call per cell, server latency {a.latency} s; "
-          f"{os.cpu_count()} CPUs" + (f"; Ray started in {ray_start:.1f} s" if ray_start is not None else ""))
+          f"{os.cpu_count()} CPUs" + (f"; Ray {'reached' if a.ray_address else 'started'} in {ray_start:.1f} s"
+                                      if ray_start is not None else ""))
     print(f"{'run':<28} {'cells':>6} {'calls':>6} {'wall s':>8} {'ideal s':>8} {'× ideal':>8} {'cell s':>7} {'model s':>8}")
     for r in runs:
         print(f"{r['run']:<28} {r['cells']:>6} {r['calls']:>6} {r['wall_s']:>8.2f} {r['ideal_s']:>8.2f} "
@@ -199,6 +206,7 @@ def main() -> None:
     except OSError:
         commit = None
     out = {"rows": n, "variants": 2, "latency_s": a.latency, "ray_start_s": ray_start, "ray_note": ray_note,
+           "ray_address": a.ray_address,
            "runs": runs, "schema_only": schema, "targets": targets, "python": platform.python_version(),
            "platform": platform.platform(), "cpus": os.cpu_count(),
            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None, "commit": commit,

@@ -86,7 +86,7 @@ def cmd_experiment(a) -> int:
                          grader=a.grader, slates=_kv(a.slate, "--slate") or None,
                          isolate_slates=not a.share_slates,
                          resume=not a.restart, progress=not a.no_progress and not a.json,
-                         model_options=model_options(a))
+                         model_options=model_options(a), retry_errors=not a.no_retry_errors)
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = exp.counts()
@@ -95,7 +95,7 @@ def cmd_experiment(a) -> int:
         summary = [{k: (None if isinstance(v, float) and v != v else v) for k, v in s.items()}   # NaN: no JSON
                    for s in exp.summary_rows()]
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
-                          "summary": summary, "notes": exp.notes, "out": str(exp.out),
+                          "summary": summary, "notes": exp.notes, "retried": exp.retried, "out": str(exp.out),
                           "results": str(exp.out / TABLE)}, default=str))
     else:
         print(exp.format())
@@ -112,12 +112,13 @@ def cmd_eval(a) -> int:
         ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
                       isolate_slates=a.isolate_slates, resume=not a.restart,
-                      progress=not a.no_progress and not a.json, model_options=model_options(a))
+                      progress=not a.no_progress and not a.json, model_options=model_options(a),
+                      retry_errors=not a.no_retry_errors)
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = ev.counts()
     if a.json:
-        print(json.dumps({"rows": len(ev.rows), "counts": counts, "out": str(ev.out),
+        print(json.dumps({"rows": len(ev.rows), "counts": counts, "retried": ev.retried, "out": str(ev.out),
                           "results": str(ev.out / TABLE)}))
     else:
         print(ev.format())
@@ -142,6 +143,9 @@ def add_parser(sub) -> None:
                    help="give each row its own copy of every slate the ladder writes to (default: shared)")
     p.add_argument("--restart", action="store_true", help="run every row again (default: resume, skipping "
                                                           "rows finished with the same ladder and inputs)")
+    p.add_argument("--no-retry-errors", action="store_true",
+                   help="on resume, keep the rows (cells) an earlier run ended with status error (default: run them "
+                        "again; a failed assertion, aborted, budget_exhausted or unsettled is a result and is kept)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print one JSON summary line")
     x = p.add_argument_group("experiments (variants × rows, assertions; docs/experiments.md)")

@@ -172,6 +172,7 @@ class CellResult:
     error_type: str | None = None
     error_step: str | None = None
     live_calls: int | None = None          # a re-judged cell's calls answered live (None: not a re-judged cell)
+    retried: int = 0                       # how many earlier runs of this cell ended in an error (a re-run's retry)
     seconds: float = 0.0
     trace: str = ""                        # the trace file, relative to the output folder ("" when none)
     fingerprint: str | None = None
@@ -233,8 +234,8 @@ class CellResult:
     # ---- its line in the results file ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The cell as its results line (`folder.RESULTS`): row, variant, `input.NAME`…, the run's columns, live_calls,
-        seconds, trace, fingerprint, pos, then (an experiment's cells) source, a column per assertion, passed,
-        reasons, asserts and asserts_fp."""
+        retried (when it is not 0), seconds, trace, fingerprint, pos, then (an experiment's cells) source, a column
+        per assertion, passed, reasons, asserts and asserts_fp."""
         d: dict[str, Any] = {"row": self.row}
         if self.variant is not None:
             d["variant"] = self.variant
@@ -242,6 +243,8 @@ class CellResult:
         d.update({k: getattr(self, k) for k in RUN_COLUMNS})
         if self.live_calls is not None:
             d["live_calls"] = self.live_calls
+        if self.retried:           # only on a retried cell's line: other lines keep the keys they always had
+            d["retried"] = self.retried
         d.update({k: getattr(self, k) for k in _TAIL})
         if self.source is not None:
             d["source"] = self.source.text
@@ -265,8 +268,9 @@ class CellResult:
             why = d.get("reasons") or {}
             checks = {n: AssertionResult(d.get(n), str(why.get(n, "") if isinstance(why, Mapping) else ""))
                       for n in names}
-        known = {"row", "variant", *RUN_COLUMNS, "live_calls", *_TAIL, "source", *_CHECK_KEYS, *(names or ())}
-        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls") if k in d}
+        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", *_TAIL, "source", *_CHECK_KEYS,
+                 *(names or ())}
+        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried") if k in d}
         return cls(row=str(d.get("row")), variant=None if d.get("variant") is None else str(d["variant"]),
                    inputs={k[len("input."):]: v for k, v in d.items() if k.startswith("input.")},
                    source=CellSource.parse(d["source"]) if "source" in d else None, checks=checks,
@@ -282,7 +286,7 @@ class CellResult:
     @classmethod
     def columns(cls) -> tuple[str, ...]:
         """The columns every cell has, in order (the inputs, a column per assertion and `passed` aside)."""
-        return ("row", "variant", *RUN_COLUMNS, "live_calls", *_TAIL, "source", *_CHECK_KEYS)
+        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", *_TAIL, "source", *_CHECK_KEYS)
 
 
 # ---- running one -----------------------------------------------------------------------------------------------

@@ -11,9 +11,15 @@ Decisions:
   `ceil(workers / processes)` threads (`pool_shape`). A cell mostly waits on its model, so `workers` is the
   concurrency, as on the local pool; and each process imports the model's libraries (litellm) once, where a task
   per cell in a fresh worker process paid that import again and again (benchmarks/README.md has the numbers). A
-  cell is never retried (`max_task_retries=0`: it may have written to slates); a cell whose process died (a
-  crash) or that failed inside Ray is its row with status `error` naming the Ray error — with the other cells
-  that were running in that process — and the process comes back for the next cells (`max_restarts`).
+  process that dies (killed, crashed, out of memory) comes back (`max_restarts=-1`), and the cells it was running
+  — only those — are sent again by the driver's loop, at most `RESUBMITS` (2) times each, to the least busy
+  process; Ray's own actor-task retry stays off (`max_task_retries=0`) so the loop sees each death, counts it and
+  stops at a cell that kills its process every time (it ends as an `error` row naming the Ray error, which a
+  re-run retries). Running a killed cell again is safe on the experiment's per-cell slate copies (re-copied
+  before each run); with shared slates (`isolate_slates=False`, an evaluation's default) a write the killed run
+  made stays, as after a resume following a kill.
+- A local start that fails is tried once more, lighter (no metrics collection); then the error names the two
+  ways that work: `ray start --head --num-cpus=N --include-dashboard=false`, then `--ray auto` (`start_command`).
 - Each ladder goes to the object store once (`ray.put`). Workers import `ladr_lab` from where the driver did:
   from a checkout (not from site-packages), its folder is put first on the workers' `PYTHONPATH`
   (`runtime_env`), or a worker started elsewhere would import another copy, or none.
@@ -36,8 +42,11 @@ from ..errors import LadrError
 from .cells import CellResult, CellTask, asserts_fingerprint, execute
 from .checks import AssertionResult
 
-__all__ = ["LimiterProxy", "error_row", "import_ray", "pool_shape", "run_on_ray", "run_task", "start_limiter",
-           "write_trace_if_missing"]
+__all__ = ["RESUBMITS", "LimiterProxy", "error_row", "import_ray", "pool_shape", "run_on_ray", "run_task",
+           "start_command", "start_limiter", "write_trace_if_missing"]
+
+# how many times a cell whose actor process died is sent again (to the restarted process, or another)
+RESUBMITS = 2
 
 _INSTALL = 'pip install "ladr_lab[ray]"'
 
@@ -149,7 +158,13 @@ def _runtime_env() -> dict | None:
     return {"env_vars": {"PYTHONPATH": f"{parent}{rest}"}}
 
 
-def _init(ray, address: str | None) -> None:
+_LIGHTER = {"enable_metrics_collection": False}    # Ray's RayConfig (ray_config_def.h): no metrics pipeline
+
+
+def _init(ray, address: str | None, workers: int = 8) -> None:
+    """Start (address None) or reach Ray, unless it is running. A local start that fails (on loaded cores Ray's
+    agents can time out) is tried once more, lighter: no metrics collection, on top of no dashboard; then a
+    LadrError gives the two ways that work: a Ray started by hand, and `--ray ADDRESS`."""
     if ray.is_initialized():
         return
     import logging
@@ -157,11 +172,31 @@ def _init(ray, address: str | None) -> None:
                               "logging_level": logging.WARNING}
     if address is None:
         kwargs["include_dashboard"] = False
-    try:
-        ray.init(**kwargs)
-    except Exception as exc:
-        where = f"at {address}" if address else "locally"
-        raise LadrError(f"could not start or reach Ray {where}: {type(exc).__name__}: {exc}") from None
+    tries = [kwargs] if address is not None else [kwargs, {**kwargs, "_system_config": dict(_LIGHTER)}]
+    errors = []
+    for attempt in tries:
+        try:
+            ray.init(**attempt)
+            return
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}".strip().splitlines()[0])
+            try:
+                ray.shutdown()       # what the failed start left behind, before the next try
+            except Exception:        # nothing was started
+                pass
+    if address is not None:
+        raise LadrError(f"could not reach Ray at {address}: {errors[-1]}; is it running? "
+                        f"Start it with `{start_command(workers)}`, or give its address (--ray ADDRESS, "
+                        f"ray_address=)") from None
+    raise LadrError(f"could not start a local Ray (tried twice, the second time without metrics collection): "
+                    f"{errors[-1]}. Start one apart, once, and use it: `{start_command(workers)}`, then "
+                    f"`--ray auto` (or `--ray 127.0.0.1:6379`; ray_address='auto' in Python)") from None
+
+
+def start_command(workers: int = 8) -> str:
+    """The command that starts a light local Ray by hand (a CPU per worker process, as `pool_shape` gives)."""
+    cpus = max(1, min(workers, os.cpu_count() or 1))
+    return f"ray start --head --num-cpus={cpus} --include-dashboard=false --disable-usage-stats"
 
 
 def _ray_error(exc: BaseException) -> tuple[str, str]:
@@ -214,19 +249,21 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
                workers: int = 8, rate_limit: Any = None,
                on_result: Callable[[CellResult], None]) -> dict[str, Any]:
     """Run every task on a pool of Ray actor processes (at most `workers` cells at once), calling
-    `on_result(cell)` in the driver as each finishes; returns {"cells": count, "processes", "threads", "limiter":
-    the shared limiter's stats or None}."""
+    `on_result(cell)` in the driver as each finishes; a cell whose process died is sent again (at most `RESUBMITS`
+    times), then is an error row. Returns {"cells": count, "processes", "threads", "limiter": the shared limiter's
+    stats or None, "resubmitted": cells sent again}."""
     if workers < 1:
         raise ValueError("workers must be at least 1")
     ray = import_ray()
     tasks = list(tasks)
     if not tasks:
         return {"cells": 0, "limiter": None}
-    _init(ray, address)
+    _init(ray, address, workers)
     limiter = start_limiter(rate_limit, concurrency=workers) if rate_limit is not None else None
     cpus = _cluster_cpus(ray)
     processes, threads = pool_shape(cpus, workers)
-    # an actor whose process dies comes back for the next cells (max_restarts); a cell is never run twice
+    # an actor whose process dies comes back for the next cells (max_restarts); Ray itself never runs a cell
+    # again (max_task_retries=0): the loop below sends a cell whose process died once more, at most RESUBMITS times
     options: dict[str, Any] = {"num_cpus": max(0.0001, min(1.0, int(cpus / processes * 10000) / 10000)),
                                "max_concurrency": threads, "max_restarts": -1, "max_task_retries": 0}
     env = _runtime_env()
@@ -238,11 +275,14 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
     refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks}, key=str)}
     driver = _node_id()
     pending = iter(tasks)
+    again: list[CellTask] = []                  # cells whose process died, to send once more (first)
+    sent: dict[int, int] = {}                   # id(task) -> times it was sent again
     in_flight: dict[Any, tuple[CellTask, float, int]] = {}
+    died = _died(ray)
 
     def submit() -> None:
         while len(in_flight) < workers:
-            task = next(pending, None)
+            task = again.pop(0) if again else next(pending, None)
             if task is None:
                 return
             files = None
@@ -255,6 +295,7 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
             in_flight[ref] = (task, time.perf_counter(), k)
 
     done = 0
+    resubmitted = 0
     stats = None
     try:
         submit()
@@ -265,7 +306,14 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
                 load[k] -= 1
                 try:
                     cell, text = ray.get(ref)
-                except Exception as exc:   # a crashed worker, a cancelled task: this cell's error, not the run's
+                except died as exc:        # its process died (killed, crashed, its node lost): send it again
+                    if sent.get(id(task), 0) < RESUBMITS:
+                        sent[id(task)] = sent.get(id(task), 0) + 1
+                        resubmitted += 1
+                        again.append(task)
+                        continue
+                    cell, text = error_row(task, exc, time.perf_counter() - t0), None
+                except Exception as exc:   # a cancelled task, a Ray error: this cell's error, not the run's
                     cell, text = error_row(task, exc, time.perf_counter() - t0), None
                 write_trace_if_missing(Path(task.spec.out) / cell.trace, text)
                 on_result(cell)
@@ -287,4 +335,11 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
                 ray.kill(actor)
             except Exception:   # already gone
                 pass
-    return {"cells": done, "processes": processes, "threads": threads, "limiter": stats}
+    return {"cells": done, "processes": processes, "threads": threads, "limiter": stats, "resubmitted": resubmitted}
+
+
+def _died(ray) -> tuple[type[BaseException], ...]:
+    """The errors of a task whose process died under it (not the cell's own failure, which is its result)."""
+    exc = ray.exceptions
+    return tuple(c for c in (getattr(exc, n, None) for n in ("RayActorError", "WorkerCrashedError", "NodeDiedError"))
+                 if isinstance(c, type))

@@ -43,21 +43,26 @@ def _quantile(values: list[float], q: float) -> float:
 
 class Experiment(Displayable):
     """An experiment's cells (in input order, variants in their order) and its output folder. `rows` (results
-    lines, dicts) or `cells` (CellResult) may be given; both are kept."""
+    lines, dicts) or `cells` (CellResult) may be given; both are kept. `retried`: how many error cells of the last
+    run into the folder this run ran again (None, as read back from a folder: the cells whose line says so)."""
 
     def __init__(self, out: str | Path, rows: Iterable[CellResult | Mapping[str, Any]] = (),
-                 variants: Iterable[str] = (), interrupted: bool = False, notes: Iterable[str] = ()) -> None:
+                 variants: Iterable[str] = (), interrupted: bool = False, notes: Iterable[str] = (),
+                 retried: int | None = None) -> None:
         self.out = Path(out)
         self.cells: list[CellResult] = [CellResult.of(r) for r in rows]
         self.variants: list[str] = list(variants)
         self.interrupted = interrupted
         self.notes: list[str] = list(notes)
+        self.retried: int = sum(c.retried > 0 for c in self.cells) if retried is None else retried
         self._rows: list[dict] | None = None
         self._traces: dict[tuple[str | None, str], Trace] = {}
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and (self.out, self.cells, self.variants, self.interrupted, self.notes) == \
-            (other.out, other.cells, other.variants, other.interrupted, other.notes)
+        if type(other) is not type(self):
+            return False
+        keys = ("out", "cells", "variants", "interrupted", "notes", "retried")
+        return all(getattr(self, k) == getattr(other, k) for k in keys)
 
     __hash__ = None      # type: ignore[assignment]   # mutable, as the dataclass it was
 
@@ -238,6 +243,11 @@ class Experiment(Displayable):
             out[c.status] = out.get(c.status, 0) + 1
         return out
 
+    def _retried_text(self) -> str:
+        cells = [c for c in self.cells if c.retried]
+        still = sum(c.status == "error" for c in cells)
+        return f"{self.retried} error cell(s) of the last run retried" + (f" ({still} an error again)" if still else "")
+
     def _counts_text(self) -> str:
         return ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
 
@@ -258,6 +268,8 @@ class Experiment(Displayable):
                          f"{s['calls_mean']:.1f} calls/cell, {s['tokens_in'] + s['tokens_out']:,} tokens, "
                          f"${s['cost']:.4f}, p50 {s['p50_s']:.2f} s")
         lines += [f"note: {n}" for n in self.notes]
+        if self.retried:
+            lines.append(self._retried_text())
         return ("\n".join(lines) + (" (interrupted)" if self.interrupted else "")
                 + f"\nresults: {self.out / TABLE}\nsummary: {self.out / SUMMARY}")
 
@@ -277,13 +289,13 @@ class Evaluation(Experiment):
     path), read from and saved to its output folder."""
 
     def __init__(self, out: str | Path, rows: Iterable[CellResult | Mapping[str, Any]] = (),
-                 interrupted: bool = False) -> None:
-        super().__init__(out, rows, (), interrupted)
+                 interrupted: bool = False, retried: int | None = None) -> None:
+        super().__init__(out, rows, (), interrupted, retried=retried)
 
     def to_dataframe(self):
         """The results as a pandas DataFrame (input fields as `input.NAME` columns), in input order."""
         import pandas as pd
-        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos")} for r in self.rows]
+        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos", "retried")} for r in self.rows]
         extra = sorted({k for r in rows for k in r if k not in EVALUATION_COLUMNS})
         return pd.DataFrame(rows, columns=[EVALUATION_COLUMNS[0], *extra, *EVALUATION_COLUMNS[1:]])
 
@@ -338,7 +350,8 @@ class Evaluation(Experiment):
             f"\n{failed} of {len(self.cells)} rows failed; most common error ({common[1]}×): {common[0]}"
         return (f"{len(self.cells)} row(s): {self._counts_text() or 'none'}"
                 + (" (interrupted)" if self.interrupted else "")
-                + error + f"\nresults: {self.out / TABLE}\ntraces:  {self.out / 'traces'}")
+                + error + (f"\n{self._retried_text()}" if self.retried else "")
+                + f"\nresults: {self.out / TABLE}\ntraces:  {self.out / 'traces'}")
 
 
 def load_experiment(out: str | Path) -> Experiment:

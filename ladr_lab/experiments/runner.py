@@ -83,39 +83,64 @@ def _merge(common: tuple[Assertion, ...], own: tuple[Assertion, ...]) -> tuple[A
 
 class _Batch:
     """One batch run's bookkeeping: its folder, the cells an earlier run into it finished, the recorder that appends
-    each finished cell to the results file, the cells finished so far and the progress bar."""
+    each finished cell to the results file, the cells finished so far and the progress bar.
+
+    The retry rule lives here, for `evaluate` and `experiment` alike: a cell an earlier run ended with status
+    `error` (a model or connection error, a crashed worker, a timeout, a row the ladder cannot read) is not
+    finished — a re-run runs it again (`retry_errors=True`, the default) and its new line says `retried` (how many
+    earlier runs of it ended in an error); every other status (a failed assertion, `aborted`,
+    `budget_exhausted`, `unsettled`) is a result and is kept. `retry_errors=False` keeps error cells too."""
 
     def __init__(self, out: Path, *, resume: bool, by_variant: bool, total: int, desc: str, unit: str,
-                 progress: bool, grader: str | None = None) -> None:
+                 progress: bool, grader: str | None = None, retry_errors: bool = True) -> None:
         from tqdm.auto import tqdm
-        self.out, self.by_variant, self.grader = out, by_variant, grader
+        self.out, self.by_variant, self.grader, self.retry_errors = out, by_variant, grader, retry_errors
         self.recorder = Recorder(out / RESULTS)
         if not resume:
             self.recorder.restart()
         self.done = {self.key(c.variant, c.row): c for c in latest_cells(out, by_variant=by_variant)}
+        self.retrying: dict[Any, int] = {}      # key -> the `retried` count of an error cell run again now
         self.finished: list[CellResult] = []
         self.bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress)
+
+    @property
+    def retried(self) -> int:
+        """How many error cells of the last run into the folder this run ran again."""
+        return len(self.retrying)
 
     def key(self, variant: str | None, row: str) -> Any:
         """How a finished cell is found again: (variant, row), or the row alone in an evaluation."""
         return (variant, row) if self.by_variant else row
 
+    def stamp(self, cell: CellResult) -> CellResult:
+        """The cell, saying how many earlier runs of it ended in an error when it is one run again."""
+        n = self.retrying.get(self.key(cell.variant, cell.row))
+        return cell if not n or cell.retried == n else cell.replace(retried=n)
+
+    def save(self, cell: CellResult) -> None:
+        """Append a finished cell to the results file (not counted yet: `finish` counts it)."""
+        self.recorder.add(self.stamp(cell))
+
     def finish(self, cell: CellResult) -> None:
         """Count a cell that is saved."""
-        self.finished.append(cell)
+        self.finished.append(self.stamp(cell))
         self.bar.update(1)
 
     def record(self, cell: CellResult) -> None:
         """Save a finished cell, and count it."""
-        self.recorder.add(cell)
+        self.save(cell)
         self.finish(cell)
 
     def keep(self, task: CellTask) -> bool:
-        """Keep the cell an earlier run finished when its run is the same (its fingerprint); its checks are
-        redone when only the assertions changed."""
+        """Keep the cell an earlier run finished when its run is the same (its fingerprint) and it is a result (not
+        an error, unless `retry_errors` is off); its checks are redone when only the assertions changed."""
         spec = task.spec
-        prev = self.done.get(self.key(spec.variant, spec.row))
+        key = self.key(spec.variant, spec.row)
+        prev = self.done.get(key)
         if prev is None or prev.fingerprint != spec.fingerprint:
+            return False
+        if prev.status == "error" and self.retry_errors:
+            self.retrying[key] = prev.retried + 1       # an error is not a result: run it again
             return False
         cell = prev.replace(pos=spec.pos)
         if task.source is not None and prev.asserts_fp != asserts_fingerprint(task.asserts, task.grader):
@@ -135,7 +160,7 @@ class _Batch:
         else:
             from .local_backend import run_locally
             # Ctrl-C: no new cell starts; a cell in flight saves itself when it finishes (or a resume runs it)
-            run_locally(tasks, ladders, concurrency=concurrency, limiter=limiter, save=self.recorder.add,
+            run_locally(tasks, ladders, concurrency=concurrency, limiter=limiter, save=self.save,
                         on_result=self.finish, name=name)
 
 
@@ -161,11 +186,12 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
              out: str | Path | None = None, slates: Mapping[str, str | Path] | None = None,
              knobs: dict | None = None, isolate_slates: bool = False, resume: bool = True, progress: bool = True,
              max_fetch_chars: int | None = None, max_round_chars: int | None = None,
-             model_options: Mapping[str, Any] | None = None) -> Evaluation:
+             model_options: Mapping[str, Any] | None = None, retry_errors: bool = True) -> Evaluation:
     """Run a ladder over many inputs (a DataFrame, a CSV or JSONL file, or a list of mappings), `concurrency`
     rows at a time, with a progress bar; one trace per row and the results table go to `out` (a new
     temporary folder by default). Finished rows of an earlier, interrupted evaluation in `out` are not run
-    again (`resume=False` starts afresh); `model_options` go to each row's model (and into the rows' fingerprint).
+    again (`resume=False` starts afresh), except rows that ended in an error, which run again (`retry_errors=False`
+    keeps them; docs/experiments.md, "Resume"); `model_options` go to each row's model (and into the rows' fingerprint).
     Returns the Evaluation (`.results` is the DataFrame).
 
     It is the experiment of one ladder with no assertions (`experiment()`'s loop), except that its folder keeps
@@ -186,7 +212,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-eval-"))
     (out / "traces").mkdir(parents=True, exist_ok=True)
     batch = _Batch(out, resume=resume, by_variant=False, total=len(rows), desc=f"eval {lad.name}", unit="row",
-                   progress=progress)
+                   progress=progress, retry_errors=retry_errors)
     tasks = [CellTask(_spec(None, lad, knobs, out, rid, pos, fields, model, model_options, slates, isolate_slates,
                             max_fetch_chars, max_round_chars), None, source=None)
              for pos, (rid, fields) in enumerate(rows, 1)]
@@ -199,7 +225,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     finally:
         batch.bar.close()
         cells: list[CellResult] = sorted(batch.finished, key=lambda c: c.pos)
-        ev = Evaluation(out, cells, interrupted)
+        ev = Evaluation(out, cells, interrupted, retried=batch.retried)
         if not interrupted:
             ev.save_tables()
     return ev
@@ -212,12 +238,12 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                grader: str | None = None, slates: Mapping[str, str | Path] | None = None,
                isolate_slates: bool = True, resume: bool = True, progress: bool = True,
                model_options: Mapping[str, Any] | None = None, max_fetch_chars: int | None = None,
-               max_round_chars: int | None = None) -> Experiment:
+               max_round_chars: int | None = None, retry_errors: bool = True) -> Experiment:
     """Run every variant (`ladders`: {name: ladder file or Ladder}, a list of files, or one ladder with
     `knob_sets`) on every row of `inputs` (a CSV or JSONL file, a DataFrame, or a list of mappings), check
     `asserts` (and each row's own `assert` column) on every cell, and return the Experiment (`.results` is a
     DataFrame with a row per cell, `.summary()` one per variant). See the module docstring for the folder,
-    the re-judged variants and resuming."""
+    the re-judged variants and resuming (cells that ended in an error run again unless `retry_errors=False`)."""
     import tempfile
 
     if concurrency < 1:
@@ -248,7 +274,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     out.mkdir(parents=True, exist_ok=True)
     batch = _Batch(out, resume=resume, by_variant=True, total=len(variants) * len(rows),
                    desc=f"experiment ({len(variants)} variant(s) × {len(rows)} row(s))", unit="cell",
-                   progress=progress)
+                   progress=progress, retry_errors=retry_errors)
     write_manifest(out, variants, common, model, grader, [rid for rid, _, _ in rows], notes)
     ladders_by_name: dict[str | None, Ladder] = {v.name: v.ladder for v in variants}
 
@@ -309,7 +335,8 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     finally:
         batch.bar.close()
         cells: list[CellResult] = sorted(batch.finished, key=lambda c: (c.pos, _order(variants, c.variant)))
-        exp = Experiment(out, cells, variants=[v.name for v in variants], interrupted=interrupted, notes=notes)
+        exp = Experiment(out, cells, variants=[v.name for v in variants], interrupted=interrupted, notes=notes,
+                         retried=batch.retried)
         if not interrupted:
             exp.save_tables()
     return exp
@@ -364,16 +391,18 @@ def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out
     writes_to = tuple(sorted({t for t, _ in lad.written_targets()})) if isolate else ()
     model_name = _model_name(model, lad)
     fp = fingerprint(lad, knobs, model_name, fields, model_options)
-    replay = None
+    replay = then = None
     if base is not None and base.trace and (out / base.trace).is_file() and base.status != "error":
         replay = str((out / base.trace).resolve())
         fp = fingerprint(lad, knobs, f"re-judge {base.fingerprint} live={live}", fields, model_options)
+        if live:           # the model a live call uses is the one the cell would have run with: given, or the ladder's
+            then = model if model is not None else (lad.model or "offline")
     trace = trace_path(variant, rid)
     return CellSpec(row=rid, pos=pos, fields=dict(fields), out=str(out), trace=trace, fingerprint=fp, slates=bound,
                     isolate=writes_to, isolate_dir=slates_path(variant, rid),
                     model=model, model_options=model_options, expected=tuple(input_columns(lad)),
                     max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, variant=variant,
-                    replay=replay, then=(model if live else None) if replay else None,
+                    replay=replay, then=then,
                     limit_key=_limit_key(model_name))
 
 

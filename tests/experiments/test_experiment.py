@@ -320,3 +320,28 @@ def test_rejudge_only_never_runs_a_cell_whose_base_failed(tmp_path):
     assert exp.cell("a", "hard")["status"] == "error"
     assert cell["status"] == "unsettled" and "a/hard has no recording to re-judge" in cell["error"]
     assert exp.cell("tight", "dedup")["source"] == "re-judged from a"
+
+
+def test_rejudge_auto_goes_live_with_the_model_the_ladder_names(tmp_path):
+    """No `model=`: the ladder's own `model: script:PATH` runs the base variant, and the cells of a variant whose
+    verdicts flip go live with that same model (they were `unsettled` with 0 calls when only a model given on the
+    command line could answer live)."""
+    script = tmp_path / "answers.yaml"
+    script.write_text(json.dumps({"research": [json.dumps({"files": ["retrieve/dedup.md"]}),
+                                               json.dumps({"answer": "see retrieve/dedup.md: it says so"}),
+                                               "The answer is in retrieve/dedup.md: it says so."]}))
+    named = SMALL.replace("model: offline", f"model: script:{script}")
+    assert f"model: script:{script}" in named
+    variants = {"a": _ladder(named), "loose": _ladder(named.replace("        required: [files]\n", "").replace(
+        "additionalProperties: false", "additionalProperties: true"))}
+    exp = experiment(variants, ROWS, out=tmp_path / "exp", progress=False)
+    assert exp.notes == []                         # a script answers from its list: re-judging is exact
+    a = {c.row: c for c in exp.cells if c.variant == "a"}
+    loose = {c.row: c for c in exp.cells if c.variant == "loose"}
+    assert all(c.status == "completed" and c.llm_calls == 2 for c in a.values())
+    for rid, c in loose.items():   # the JSON answer is one more request under loose: the rest is the script, live
+        assert c.status == "completed", (rid, c.status, c.error)
+        assert c.source.kind == "rejudged" and c.source.base == "a" and c.live_calls and c.live_calls > 0
+        assert c.source.text == f"re-judged from a, {c.live_calls} call(s) live"
+        # the live call was the ladder's script (a fresh copy of it, so from its first answer): no other model
+        assert c.output == json.dumps({"files": ["retrieve/dedup.md"]}) and c.llm_calls == 3

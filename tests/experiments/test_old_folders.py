@@ -1,6 +1,7 @@
 """Batch folders written before batch runs got one home (ladr_lab at 9ad41be, `tests/fixtures/batch_v1/`, made by its
 `make_folders.py`) read with today's code: every results line comes back byte for byte, the tables are the same
-bytes, and a resume into a copy of each folder calls the model for nothing."""
+bytes, and a resume into a copy of each folder calls the model for nothing when told to keep its error rows
+(`retry_errors=False`), or for those rows only (the default: an error is not a result)."""
 from __future__ import annotations
 
 import importlib.util
@@ -64,7 +65,20 @@ def test_an_old_experiment_loads_with_its_sources_summary_and_tables():
     assert exp.trace("loose", "rounds").of_type("run_end")[0].status == "completed"
 
 
-def test_resuming_into_old_folders_calls_the_model_for_nothing(tmp_path):
+def _resume(make, tmp_path, model, **kw):
+    for name in ("evaluation", "experiment"):
+        shutil.copytree(OLD / name, tmp_path / name)
+    ev = evaluate(make.ladder(make.SMALL), [{k: v for k, v in r.items() if k != "assert"} for r in make.ROWS],
+                  model=model, out=tmp_path / "evaluation", progress=False, **kw)
+    exp = experiment({"a": make.ladder(make.SMALL), "loose": make.ladder(make.LOOSE),
+                      "tight": make.ladder(make.TIGHT)}, make.ROWS, model=model, out=tmp_path / "experiment",
+                     progress=False, asserts=["max-calls: 2", "contains: it says so"], **kw)
+    return ev, exp
+
+
+def test_resuming_into_old_folders_without_retrying_errors_calls_the_model_for_nothing(tmp_path):
+    """The old folders hold error rows (the model was down for `down`; `nocontext` lacks the column the ladder
+    reads): with `retry_errors=False` they are kept as they are, like every other cell."""
     make = _maker()
     calls = []
 
@@ -72,15 +86,8 @@ def test_resuming_into_old_folders_calls_the_model_for_nothing(tmp_path):
         calls.append(1)
         return make.answer(messages, call)
 
-    for name in ("evaluation", "experiment"):
-        shutil.copytree(OLD / name, tmp_path / name)
-    model = ScriptedModel(counted, reads_schemas=False)
-    ev = evaluate(make.ladder(make.SMALL), [{k: v for k, v in r.items() if k != "assert"} for r in make.ROWS],
-                  model=model, out=tmp_path / "evaluation", progress=False)
-    exp = experiment({"a": make.ladder(make.SMALL), "loose": make.ladder(make.LOOSE),
-                      "tight": make.ladder(make.TIGHT)}, make.ROWS, model=model, out=tmp_path / "experiment",
-                     progress=False, asserts=["max-calls: 2", "contains: it says so"])
-    assert calls == []
+    ev, exp = _resume(make, tmp_path, ScriptedModel(counted, reads_schemas=False), retry_errors=False)
+    assert calls == [] and ev.retried == 0 and exp.retried == 0
     assert [c.to_dict() for c in ev.cells] == [c.to_dict() for c in load_evaluation(OLD / "evaluation").cells]
     assert [c.to_dict() for c in exp.cells] == [c.to_dict() for c in load_experiment(OLD / "experiment").cells]
     # nothing was appended: every cell was finished, with the same assertions
@@ -106,3 +113,40 @@ def test_schema_tuning_reads_a_batch_folder_through_experiments_only():
     assert {o.row.split("/")[0] for o in exp.outputs} == {"a", "loose", "tight"}
     import ladr_lab
     assert ladr_lab.tune_request_match is tune_request_match
+
+
+def test_resuming_into_old_folders_retries_only_their_error_cells(tmp_path):
+    """By default an error is not a result: a resume runs the old folders' error cells again (the model is still
+    down for `down`, which calls it once per cell; `nocontext` fails before any call) and nothing else; the
+    completed cells' lines are kept byte for byte, and each retried cell's new line says `retried`."""
+    make = _maker()
+    calls = []
+
+    def counted(messages, call):
+        calls.append(next(r["id"] for r in make.ROWS if r.get("context") and r["context"] in messages[-1]["content"]))
+        return make.answer(messages, call)
+
+    old_ev, old_exp = load_evaluation(OLD / "evaluation"), load_experiment(OLD / "experiment")
+    errors = {(c.variant, c.row) for c in [*old_ev.cells, *old_exp.cells] if c.status == "error"}
+    assert {r for _, r in errors} == {"down", "nocontext"}
+    ev, exp = _resume(make, tmp_path, ScriptedModel(counted, reads_schemas=False))
+    assert set(calls) == {"down"} and len(calls) == sum(r == "down" for _, r in errors)
+    assert ev.retried == sum(v is None for v, _ in errors) == 2 and exp.retried == len(errors) - 2
+    for old, new in ((old_ev, ev), (old_exp, exp)):
+        for was, now in zip(old.cells, new.cells, strict=True):
+            assert (now.variant, now.row) == (was.variant, was.row)
+            if was.status == "error":      # run again, and still an error: the model is still down
+                assert now.retried == 1 and now.status == "error" and now.error_type == was.error_type
+            else:
+                assert now.to_dict() == was.to_dict()
+    assert f"{exp.retried} error cell(s) of the last run retried ({exp.retried} an error again)" in exp.format()
+    assert "2 error cell(s) of the last run retried" in ev.format()
+    for name in ("evaluation", "experiment"):
+        lines = (tmp_path / name / "results.jsonl").read_bytes()
+        before = (OLD / name / "results.jsonl").read_bytes()
+        assert lines.startswith(before)        # the old lines stay; one line appended per retried cell
+        added = [json.loads(x) for x in lines[len(before):].decode().splitlines()]
+        assert sorted((d.get("variant"), d["row"]) for d in added) == sorted(k for k in errors
+                                                                            if (k[0] is None) == (name == "evaluation"))
+        assert all(d["retried"] == 1 for d in added)
+        assert load_results(tmp_path / name).retried == len(added)

@@ -225,7 +225,8 @@ def test_every_cell_of_a_run_uses_one_of_the_pool_processes(variants, script, tm
     from ladr_lab.experiments.variants import load_variants
 
     def pid_of(output, cell):
-        return {"pass": False, "reason": str(os.getpid())}
+        import ladr_lab
+        return {"pass": False, "reason": f"{os.getpid()} {ladr_lab.__file__}"}
     v = load_variants({"a": variants["a"]})[0]
     asserts = tuple(load_asserts(pid_of))
     tasks = [CellTask(_spec(v.name, v.ladder, v.knobs, tmp_path, f"r{i}", i, {"context": f"q{i}"}, script, None,
@@ -234,5 +235,94 @@ def test_every_cell_of_a_run_uses_one_of_the_pool_processes(variants, script, tm
     info = ray_backend.run_on_ray(tasks, {"a": v.ladder}, workers=4, on_result=cells.append)
     assert info["cells"] == 8 and (info["processes"], info["threads"]) == (2, 2)
     assert len(cells) == 8 and all(c.status == "completed" for c in cells)
-    pids = {next(iter(c.reasons().values())) for c in cells}
+    import ladr_lab
+    seen = {tuple(next(iter(c.reasons().values())).split()[-2:]) for c in cells}
+    pids = {pid for pid, _ in seen}
     assert 1 <= len(pids) <= 2 and str(os.getpid()) not in pids
+    assert {path for _, path in seen} == {ladr_lab.__file__}      # the workers run this checkout's code
+
+
+class _FakeRay:
+    """A `ray` whose local start fails the first `fails` times."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.calls, self.shutdowns = fails, [], 0
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **kw):
+        self.calls.append(kw)
+        if len(self.calls) <= self.fails:
+            raise RuntimeError("Failed to start the metrics agent: timed out after 30 s\nmore detail")
+
+    def shutdown(self):
+        self.shutdowns += 1
+
+
+def test_a_failed_local_start_is_tried_once_more_lighter():
+    fake = _FakeRay(fails=1)
+    ray_backend._init(fake, None)
+    assert len(fake.calls) == 2 and fake.shutdowns == 1
+    first, second = fake.calls
+    assert first["include_dashboard"] is False and "_system_config" not in first
+    assert second["include_dashboard"] is False and second["_system_config"] == {"enable_metrics_collection": False}
+
+
+def test_a_local_start_that_fails_twice_says_the_two_commands_that_work():
+    from ladr_lab.errors import LadrError
+    fake = _FakeRay(fails=2)
+    with pytest.raises(LadrError) as err:
+        ray_backend._init(fake, None, workers=8)
+    msg = str(err.value)
+    assert len(fake.calls) == 2 and "metrics agent: timed out" in msg and "more detail" not in msg
+    cpus = min(8, os.cpu_count() or 1)
+    assert f"ray start --head --num-cpus={cpus} --include-dashboard=false" in msg
+    assert "--ray auto" in msg and "--ray 127.0.0.1:6379" in msg
+    # an address is not started: one try, and the error says how to start one there
+    fake = _FakeRay(fails=5)
+    with pytest.raises(LadrError, match="could not reach Ray at 10.0.0.1:6379.*ray start --head"):
+        ray_backend._init(fake, "10.0.0.1:6379")
+    assert len(fake.calls) == 1
+
+
+def test_the_start_command_uses_flags_the_installed_ray_has():
+    import shutil
+    import subprocess
+    ray_cli = shutil.which("ray")
+    if ray_cli is None:
+        pytest.skip("no `ray` command on PATH")
+    helptext = subprocess.run([ray_cli, "start", "--help"], capture_output=True, text=True, timeout=120).stdout
+    for flag in ray_backend.start_command(2).split()[2:]:
+        assert flag.split("=")[0] in helptext, flag
+
+
+def test_a_killed_actor_fails_only_its_cells_and_they_are_sent_again(variants, script, tmp_path):
+    """One cell kills its own Ray worker process the first time it runs (a marker file says it did): the cells
+    that process was running are sent again, and every cell completes, once each in the results file."""
+    marker = tmp_path / "killed-once"
+
+    def kill_once(output, cell):
+        if cell.get("input.context") == "q3" and not marker.exists():
+            marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), 9)           # the actor's process dies under its running cells
+        return True
+    rows = [{"context": f"q{i}"} for i in range(8)]
+    out = tmp_path / "exp"
+    seen = []
+    original = ray_backend.run_on_ray
+
+    def spy(*a, **k):
+        seen.append(original(*a, **k))
+        return seen[-1]
+    ray_backend.run_on_ray = spy
+    try:
+        exp = experiment({"a": variants["a"]}, rows, model=script, out=out, asserts=kill_once, progress=False,
+                         backend="ray", concurrency=4)
+    finally:
+        ray_backend.run_on_ray = original
+    assert marker.exists()
+    assert [c.status for c in exp.cells] == ["completed"] * 8 and all(c.passed for c in exp.cells)
+    assert seen and 1 <= seen[0]["resubmitted"] <= 4      # the killed process's cells, and only those
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(d["row"] for d in lines) == sorted(str(i) for i in range(1, 9))     # each cell once
