@@ -117,7 +117,8 @@ class OpenAICompatModel(LiteLLMModel):
             text = resp["choices"][0]["message"].get("content") or ""
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
             raise ModelError(f'model "{self.name}" returned no choices') from exc
-        usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+        raw = resp.get("usage")
+        usage: dict = raw if isinstance(raw, dict) else {}
         tokens_in = int(usage.get("prompt_tokens") or estimate_message_tokens(messages))
         tokens_out = int(usage.get("completion_tokens") or estimate_tokens(text))
         return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out,
@@ -129,7 +130,7 @@ class OpenAICompatModel(LiteLLMModel):
         if conn is None:
             p = self._parts
             cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
-            conn = cls(p.hostname, p.port, timeout=timeout)
+            conn = cls(p.hostname or "", p.port, timeout=timeout)
             self._local.conn = conn
             with self._conns_lock:
                 self._conns.append(conn)
