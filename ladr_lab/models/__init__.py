@@ -12,9 +12,9 @@
 """
 from .base import CallInfo, Completion, Model, Recording, estimate_tokens
 from .embedding import LiteLLMEmbedder
+from .keys import PROVIDER_KEYS, key_problem
 from .litellm_model import LiteLLMModel
 from .local import LocalModel
-from .keys import PROVIDER_KEYS, key_problem
 from .local.weights import WeightsError
 from .offline import OfflineModel
 from .openai_compat import OpenAICompatModel
