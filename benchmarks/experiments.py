@@ -18,6 +18,18 @@ prompt, so both call the model. Measured, each in a fresh output folder:
 Targets: each run but the cold ones within 1.3× of its ideal. `--quick` runs 16 rows and skips Ray with 32 workers.
 
 Writes benchmarks/results/experiments.json.
+
+    python benchmarks/experiments.py --vs-promptfoo [--reps 3] [--promptfoo CMD]
+
+Side by side with promptfoo (0.121, from npm), each cold (a new process) `--reps` times, median: one matrix both
+express, 2 prompt variants × 30 inputs × 3 assertions (contains, a JSON-schema check, a code check: `python:` for
+ladr_lab, `javascript` for promptfoo), against a fake OpenAI-compatible server on 127.0.0.1 answering after
+`--latency` s, concurrency 10 in both (ideal 60 × 0.5 / 10 = 3.0 s). ladr_lab is `python -m ladr_lab eval` in a
+subprocess, importing ladr_lab from `LADR_BENCH_PACKAGE` (a folder; default this checkout), so the same script
+measures an older tree: `LADR_BENCH_PACKAGE=/work/wt-old python benchmarks/experiments.py --vs-promptfoo`.
+promptfoo is `$PROMPTFOO_CMD` or `npx --no-install promptfoo` (skipped, with a line saying so, when its
+`--version` fails), with telemetry, update checks and sharing off, `--no-cache`, `-j 10`. Both must agree on
+every cell's pass/fail. Writes benchmarks/results/experiments-vs-promptfoo.json.
 """
 from __future__ import annotations
 
@@ -35,11 +47,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+PACKAGE = Path(os.environ.get("LADR_BENCH_PACKAGE") or ROOT)    # the tree whose ladr_lab is measured
+sys.path.insert(0, str(PACKAGE))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-from ladr_lab.config.loader import load_ladder_text  # noqa: E402
-from ladr_lab.experiments import experiment  # noqa: E402
 
 LADDER = """\
 name: bench
@@ -109,6 +119,8 @@ def serve(latency: float) -> tuple[str, ThreadingHTTPServer]:
 
 def ladders(slate: Path) -> dict:
     """The two model-calling variants and the schema-only one (the first with a stricter requestMatch)."""
+    from ladr_lab.config.loader import load_ladder_text
+
     make = lambda match, prompt: load_ladder_text(LADDER.format(slate=slate, match=match, prompt=prompt))  # noqa: E731
     return {"plain": make(MATCH, "Answer the Question."),
             "cite": make(MATCH, "Answer the Question, citing the file."),
@@ -117,6 +129,8 @@ def ladders(slate: Path) -> dict:
 
 def measure(name: str, variants: dict, rows: list, url: str, out: Path, **kw) -> dict:
     """One experiment run: wall time, cells, server hits, per-cell seconds and model latency."""
+    from ladr_lab.experiments import experiment
+
     hits0 = _Server.hits
     t0 = time.perf_counter()
     exp = experiment(variants, rows, model="openai/fake", model_options={"api_base": url, "api_key": "none"},
@@ -141,7 +155,16 @@ def main() -> None:
     ap.add_argument("--ray-address", metavar="ADDRESS", help="use the Ray already running there (`ray start --head`, "
                                                              "then e.g. auto) instead of starting a local one")
     ap.add_argument("--out", type=Path, help="results JSON (default benchmarks/results/experiments.json)")
+    ap.add_argument("--vs-promptfoo", action="store_true", help="the same matrix, cold, beside promptfoo")
+    ap.add_argument("--reps", type=int, default=3, help="--vs-promptfoo: cold runs of each tool (median)")
+    ap.add_argument("--promptfoo", default=os.environ.get("PROMPTFOO_CMD") or "npx --no-install promptfoo",
+                    help="--vs-promptfoo: the promptfoo command (default $PROMPTFOO_CMD or npx)")
     a = ap.parse_args()
+    if a.vs_promptfoo:
+        from vs_promptfoo import vs_promptfoo  # benchmarks/vs_promptfoo.py
+
+        vs_promptfoo(a)
+        return
     n = 16 if a.quick else a.rows
     os.environ.setdefault("OPENAI_API_KEY", "none")
     url, server = serve(a.latency)

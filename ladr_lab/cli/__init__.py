@@ -19,9 +19,27 @@ from .printer import OutputClosed, RoundPrinter
 _COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema)
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version (importlib.metadata, read only when asked), then exit 0."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("ladr_lab")
+        except PackageNotFoundError:     # a checkout that was never installed
+            number = "unknown (not installed)"
+        print(f"ladr-lab {number}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     p = argparse.ArgumentParser(prog="ladr-lab", description="Author, run and debug LADR ladders.")
+    p.add_argument("--version", action=_Version, help="print the version of ladr_lab and exit")
     sub = p.add_subparsers(dest="cmd", required=True)
     for command in _COMMANDS:
         command.add_parser(sub)

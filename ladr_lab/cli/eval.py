@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import LadrError
+from ..errors import LadrError, ModelError
 from ..experiments.folder import RESULTS, TABLE
 from ._common import USAGE_ERROR, _json_errors, _kv
 from .model_args import add_model_options, model_options
@@ -105,6 +105,10 @@ def cmd_experiment(a) -> int:
 def cmd_eval(a) -> int:
     """Evaluate a ladder over an inputs file; exit 0 when every row completed, 1 otherwise, 130 if interrupted."""
     from ..experiments import evaluate
+    from ..models import key_problem
+    problem = key_problem(a.model, model_options(a)) if a.model else None
+    if problem:     # a missing API key: said at once, from the name, not as every cell's error
+        return _json_errors(a, ModelError(problem))
     if _is_experiment(a):
         return cmd_experiment(a)
     a.ladder = a.ladder[0]

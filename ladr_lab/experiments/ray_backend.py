@@ -223,7 +223,16 @@ def error_row(task: CellTask, exc: BaseException, seconds: float) -> CellResult:
 
 class _CellRunner:
     """One process of the runner pool (made a threaded Ray actor by `run_on_ray`): it runs cells on its threads,
-    so the model's libraries (litellm) are imported once per process, not once per cell or per worker."""
+    so the model's libraries (litellm) are imported once per process, not once per cell or per worker: in
+    `__init__`, for the `(model name, options)` pairs the driver names, before the first cell is handed over."""
+
+    def __init__(self, models: tuple = ()) -> None:
+        from ..models import warm_up
+        warm_up(models)
+
+    def ready(self) -> bool:
+        """True once `__init__` has run (the driver waits for it before handing cells out)."""
+        return True
 
     def run(self, task: CellTask, ladder: Any, limiter: Any = None, driver_node: str | None = None,
             files: Mapping[str, str] | None = None) -> tuple[CellResult, str | None]:
@@ -270,7 +279,17 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
     if env is not None:
         options["runtime_env"] = env
     runner_cls = ray.remote(_CellRunner)
-    pool = [runner_cls.options(**options).remote() for _ in range(processes)]
+    warm: dict[str, Any] = {}
+    for t in tasks:     # the models the cells will call: each process imports their library before its first cell
+        name = t.spec.then if t.spec.replay else (t.spec.model if t.spec.model is not None
+                                                  else ladders[t.variant].model)  # type: ignore[index]
+        if isinstance(name, str):
+            warm.setdefault(name, t.spec.model_options)
+    pool = [runner_cls.options(**options).remote(tuple(warm.items())) for _ in range(processes)]
+    try:
+        ray.get([actor.ready.remote() for actor in pool])     # the warm-up done, in every process
+    except Exception:   # a process that could not start: its cells say so, as before
+        pass
     load = [0] * processes
     refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks}, key=str)}
     driver = _node_id()

@@ -4,17 +4,21 @@
 - ScriptedModel — scripted outputs per step/node (`script:PATH`), also for users' own tests
 - ReplayModel — answers from a recorded trace and reports the first divergence (`replay:PATH`)
 - LiteLLMModel — any litellm model string; litellm is imported on the first call only
+- OpenAICompatModel — `openai/MODEL` with an `api_base`: an OpenAI-compatible server called directly, no litellm
+- PROVIDER_KEYS, key_problem — the API key a provider needs, said from the model name before litellm is imported
 - LocalModel — a GGUF model run in-process by llama.cpp (`local`, `local:NAME`), from packaged weights
-- get_model — name → Model
+- get_model — name → Model; warm_up — import what named models will need (a Ray worker, before its first cell)
 - Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
 """
 from .base import CallInfo, Completion, Model, Recording, estimate_tokens
 from .embedding import LiteLLMEmbedder
+from .keys import PROVIDER_KEYS, key_problem
 from .litellm_model import LiteLLMModel
 from .local import LocalModel
 from .local.weights import WeightsError
 from .offline import OfflineModel
-from .registry import get_model
+from .openai_compat import OpenAICompatModel
+from .registry import get_model, warm_up
 from .replay import ReplayDivergence, ReplayModel
 from .scripted import ScriptedModel
 
@@ -26,6 +30,8 @@ __all__ = [
     "LocalModel",
     "Model",
     "OfflineModel",
+    "OpenAICompatModel",
+    "PROVIDER_KEYS",
     "Recording",
     "ReplayDivergence",
     "ReplayModel",
@@ -33,4 +39,6 @@ __all__ = [
     "WeightsError",
     "estimate_tokens",
     "get_model",
+    "key_problem",
+    "warm_up",
 ]

@@ -23,6 +23,7 @@ import time
 
 from ..errors import ModelError
 from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
+from .keys import key_problem
 from .options import validate_option_values
 
 __all__ = ["LiteLLMModel", "import_litellm", "no_stray_event_loop"]
@@ -92,6 +93,9 @@ class LiteLLMModel:
         """Refuse, before any call, a name litellm knows no provider for or a provider whose API key is not set."""
         if self._checked:
             return
+        problem = key_problem(self.name, self.params)   # from the name alone: said before litellm's slow import
+        if problem:
+            raise ModelError(problem)
         litellm = import_litellm()
         # on an unknown name litellm prints "Provider List: ..." to stdout: keep the CLI's output clean. The swap of
         # sys.stdout is process-wide: under a lock, or two cells checking at once leave a StringIO as sys.stdout
@@ -116,8 +120,8 @@ class LiteLLMModel:
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Call `litellm.completion(model=name, messages=messages, **params)` and measure it."""
-        litellm = import_litellm()
         self.check()  # before litellm's retries, so a missing key is said at once
+        litellm = import_litellm()
         params, constrained = self._params_for(call)
         start = time.perf_counter()
         try:

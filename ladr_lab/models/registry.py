@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from .base import Model
 from .local.weights import DEFAULT_LOCAL
 from .options import check_options
 
-__all__ = ["get_model"]
+__all__ = ["get_model", "warm_up"]
 
 
 def _resolve(path: str, base_dir: str | Path | None) -> Path:
@@ -41,7 +41,8 @@ def _did_you_mean(text: str) -> str | None:
 def get_model(name: str | Model | None = None, *, then: str | Model | None = None,
               base_dir: str | Path | None = None, options: Mapping[str, Any] | None = None) -> Model:
     """Resolve `None`/"offline", "script:PATH", "replay:PATH", "local[:NAME|:PATH.gguf]", a Model instance, or a
-    litellm model string; `then` (a name or Model, resolved here too) is the live model of a mixed "replay:PATH";
+    litellm model string (`openai/MODEL` with an `api_base` option: `OpenAICompatModel`, called without litellm;
+    `litellm:NAME` forces litellm); `then` (a name or Model, resolved here too) is the live model of a mixed "replay:PATH";
     `options` (models/options.py) go to the model made from the name (to `then` in a mixed replay), and a model
     that does not take one refuses it at once."""
     opts = dict(options or {})
@@ -86,9 +87,37 @@ def get_model(name: str | Model | None = None, *, then: str | Model | None = Non
     meant = _did_you_mean(text)
     if meant is not None:
         raise ModelError(f'unknown model {text!r}: did you mean "{meant}"?')
+    if text.startswith("openai/") and opts.get("api_base") and "mock_response" not in opts:
+        from .openai_compat import OpenAICompatModel  # an OpenAI-compatible server: no litellm import
+
+        return OpenAICompatModel(text, **opts)
     from .litellm_model import LiteLLMModel
 
+    if text.startswith("litellm:"):     # litellm, always (an OpenAI-compatible server too)
+        text = text[len("litellm:"):].strip()
     return LiteLLMModel(text, **opts)
 
 
 replay.resolve_model = get_model    # `ReplayModel(then=NAME)` resolves the name here, not in replay.py
+
+
+def warm_up(models: Iterable[tuple[Any, Mapping[str, Any] | None]]) -> list[str]:
+    """Import, now, the libraries the models named by `(name, options)` pairs will need on their first call (litellm
+    for a `LiteLLMModel`; nothing for ladr_lab's own models and `OpenAICompatModel`): a Ray worker does it before
+    its first cell. Returns the names of the models warmed; a name that does not resolve is skipped (its cells
+    say why)."""
+    from ..trace.providers import LADR_LAB, provider_of
+    from .litellm_model import LiteLLMModel, import_litellm
+
+    warmed = []
+    for name, options in models:
+        if not isinstance(name, str) or provider_of(name) == LADR_LAB:     # offline, script:, replay:, local: own
+            continue
+        try:
+            model = get_model(name, options=options)
+        except Exception:   # noqa: BLE001 - the cells say what is wrong with it
+            continue
+        if type(model) is LiteLLMModel:
+            import_litellm()
+            warmed.append(name)
+    return warmed

@@ -1,0 +1,192 @@
+"""OpenAICompatModel: `openai/MODEL` with an `api_base` (a local llama.cpp, vLLM or Ollama OpenAI endpoint, a fake
+server in a benchmark), called over HTTP directly, without litellm.
+
+Why: `import litellm` takes seconds (12-17 s on a loaded 2-CPU machine), which a cold `ladr-lab eval` paid on its
+first cell and every Ray worker on its first cell; an OpenAI-compatible server needs one JSON POST to
+`{api_base}/chat/completions`, which the standard library makes. Every other model name stays litellm's
+(`LiteLLMModel`, the design's model layer): other providers, `openai/…` without an `api_base` (OpenAI itself, whose
+model families litellm adapts parameters for), `mock_response`, and any name written `litellm:NAME` (the way to force
+litellm for an OpenAI-compatible server too). `models/registry.py` decides.
+
+What it keeps of `LiteLLMModel` (it is one, by subclass): the options and their checks, `grammar`/`constrain` in
+the body's `grammar`, the key check (`models/keys.py`: OPENAI_API_KEY or an `api_key` option, as litellm's OpenAI
+client demands even of a local server), errors as `ModelError('model "NAME" failed: ...')`, tokens from `usage`
+(estimated when absent). Options: `api_base`, `api_key` (the `Authorization: Bearer` header), `timeout` (seconds,
+default 600, litellm's), `extra_headers`, `extra_body` (merged into the body), `max_retries`/`num_retries` (default
+2, the OpenAI client's: on a connection error, 408, 409, 429 and 5xx, after 0.5 s, 1 s, ...); every other option is
+a body field (`temperature`, `seed`, `max_tokens`, `stop`, `response_format`, ...). Cost is priced from the cost map
+litellm ships (`model_prices_and_context_window_backup.json`, read as JSON without importing litellm) by the model's
+name; a model it does not price costs 0, as with litellm. Connections are kept alive, one per thread and server.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import ModelError
+from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
+from .keys import key_problem
+from .litellm_model import LiteLLMModel
+
+__all__ = ["OpenAICompatModel", "price_of"]
+
+_TRANSPORT = ("api_base", "api_key", "timeout", "extra_headers", "extra_body", "max_retries", "num_retries")
+_RETRY = {408, 409, 429, 500, 502, 503, 504}
+_PRICES: dict[str, Any] | None = None
+_PRICES_LOCK = threading.Lock()
+
+
+def _prices() -> dict[str, Any]:
+    """litellm's shipped cost map, read once as JSON (litellm itself is not imported); {} when absent."""
+    global _PRICES
+    with _PRICES_LOCK:
+        if _PRICES is None:
+            import importlib.util
+
+            _PRICES = {}
+            try:
+                spec = importlib.util.find_spec("litellm")      # finds the package without running it
+                if spec is not None and spec.origin:
+                    path = os.path.join(os.path.dirname(spec.origin), "model_prices_and_context_window_backup.json")
+                    with open(path, encoding="utf-8") as f:
+                        _PRICES = json.load(f)
+            except (OSError, ValueError, ImportError):
+                _PRICES = {}
+        return _PRICES
+
+
+def price_of(model: str, tokens_in: int, tokens_out: int) -> float:
+    """The cost in USD of a call to `model` (`openai/gpt-4o-mini` or `gpt-4o-mini`) by litellm's cost map; 0.0 for
+    a model it does not price."""
+    table = _prices()
+    bare = model.split("/", 1)[1] if model.startswith("openai/") else model
+    entry = table.get(bare) or table.get(model)
+    if not isinstance(entry, dict):
+        return 0.0
+    try:
+        return float(entry.get("input_cost_per_token") or 0.0) * tokens_in + \
+            float(entry.get("output_cost_per_token") or 0.0) * tokens_out
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class OpenAICompatModel(LiteLLMModel):
+    """`openai/MODEL` at an `api_base`, called directly (one JSON POST per call; litellm is never imported)."""
+
+    def __init__(self, name: str, *, max_concurrency: int = 8, **params) -> None:
+        super().__init__(name, max_concurrency=max_concurrency, **params)
+        base = str(self.params.get("api_base") or "").rstrip("/")
+        parts = urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ModelError(f'model "{name}": api_base must be an http(s) URL (got {base!r})')
+        self._parts = parts
+        self._local = threading.local()
+        self._conns: list[http.client.HTTPConnection] = []     # every thread's, closed by close()
+        self._conns_lock = threading.Lock()
+
+    def check(self) -> None:
+        """Refuse, before any call, a missing key (OPENAI_API_KEY or an `api_key` option)."""
+        if self._checked:
+            return
+        problem = key_problem(self.name, self.params)
+        if problem:
+            raise ModelError(problem)
+        self._checked = True
+
+    def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
+        """POST the messages to `{api_base}/chat/completions` and measure the answer."""
+        self.check()
+        params, constrained = self._params_for(call)
+        body: dict[str, Any] = {k: v for k, v in params.items() if k not in _TRANSPORT}
+        body.update({"model": self.name.split("/", 1)[1], "messages": messages})
+        body.update(params.get("extra_body") or {})
+        start = time.perf_counter()
+        try:
+            resp = self._post(json.dumps(body).encode("utf-8"), params)
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
+        latency = time.perf_counter() - start
+        try:
+            text = resp["choices"][0]["message"].get("content") or ""
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise ModelError(f'model "{self.name}" returned no choices') from exc
+        raw = resp.get("usage")
+        usage: dict = raw if isinstance(raw, dict) else {}
+        tokens_in = int(usage.get("prompt_tokens") or estimate_message_tokens(messages))
+        tokens_out = int(usage.get("completion_tokens") or estimate_tokens(text))
+        return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out,
+                          cost=price_of(self.name, tokens_in, tokens_out), latency=latency, model=self.name,
+                          constrained=constrained)
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            p = self._parts
+            cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
+            conn = cls(p.hostname or "", p.port, timeout=timeout)
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    def _post(self, payload: bytes, params: dict) -> dict:
+        """The server's JSON answer, retried on a dropped connection and the status codes the OpenAI client retries."""
+        timeout = float(params.get("timeout") or 600.0)
+        retries = int(params.get("max_retries", params.get("num_retries", 2)) or 0)
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   **{str(k): str(v) for k, v in (params.get("extra_headers") or {}).items()}}
+        key = params.get("api_key") or os.environ.get("OPENAI_API_KEY")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        path = (self._parts.path.rstrip("/") or "") + "/chat/completions"
+        for attempt in range(retries + 1):
+            conn = self._connection(timeout)
+            try:
+                conn.request("POST", path, body=payload, headers=headers)
+                answer = conn.getresponse()
+                data = answer.read()
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                self._local.conn = None
+                if attempt < retries:
+                    time.sleep(0.5 * 2 ** attempt)
+                    continue
+                raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
+            if answer.status in _RETRY and attempt < retries:
+                time.sleep(0.5 * 2 ** attempt)
+                continue
+            if answer.status >= 400:
+                text = data.decode("utf-8", "replace").strip()
+                raise ModelError(f'model "{self.name}" failed: HTTP {answer.status} {answer.reason}: {text[:500]}')
+            try:
+                doc = json.loads(data)
+            except ValueError as exc:
+                raise ModelError(f'model "{self.name}" failed: the answer is not JSON: {data[:200]!r}') from exc
+            if not isinstance(doc, dict):
+                raise ModelError(f'model "{self.name}" returned no choices')
+            return doc
+        raise ModelError(f'model "{self.name}" failed')     # pragma: no cover - the loop returns or raises
+
+    def close(self) -> None:
+        """Close every thread's kept-alive connection (a later call opens a new one)."""
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:   # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel({self.name!r})"
