@@ -282,7 +282,7 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
     warm: dict[str, Any] = {}
     for t in tasks:     # the models the cells will call: each process imports their library before its first cell
         name = t.spec.then if t.spec.replay else (t.spec.model if t.spec.model is not None
-                                                  else ladders[t.variant].model)  # type: ignore[index]
+                                                  else ladders[t.variant].model)
         if isinstance(name, str):
             warm.setdefault(name, t.spec.model_options)
     pool = [runner_cls.options(**options).remote(tuple(warm.items())) for _ in range(processes)]
