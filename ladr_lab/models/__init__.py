@@ -6,9 +6,11 @@
 - LiteLLMModel — any litellm model string; litellm is imported on the first call only
 - LocalModel — a GGUF model run in-process by llama.cpp (`local`, `local:NAME`), from packaged weights
 - get_model — name → Model
+- ResponseCache, CachedModel — the response cache of live models' answers across runs (models/cache.py)
 - Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
 """
 from .base import CallInfo, Completion, Model, Recording, estimate_tokens
+from .cache import CachedModel, ResponseCache
 from .embedding import LiteLLMEmbedder
 from .litellm_model import LiteLLMModel
 from .local import LocalModel
@@ -19,6 +21,7 @@ from .replay import ReplayDivergence, ReplayModel
 from .scripted import ScriptedModel
 
 __all__ = [
+    "CachedModel",
     "CallInfo",
     "Completion",
     "LiteLLMEmbedder",
@@ -29,6 +32,7 @@ __all__ = [
     "Recording",
     "ReplayDivergence",
     "ReplayModel",
+    "ResponseCache",
     "ScriptedModel",
     "WeightsError",
     "estimate_tokens",
