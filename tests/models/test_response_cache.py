@@ -356,3 +356,23 @@ def test_concurrent_processes_and_threads_write_the_same_and_different_keys(tmp_
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
+
+
+def test_the_stepper_shares_the_cache_and_takes_cache_false(tmp_path):
+    pytest.importorskip("ipywidgets")
+    from ladr_lab.widgets import Stepper
+    ladder = _ladder(tmp_path)
+
+    def make():                                    # a fresh live model for every run (the Stepper's factory)
+        return LiteLLMModel("openai/gpt-4o-mini", mock_response="stepped")
+
+    s = Stepper(ladder, input="why?", model=make)
+    assert isinstance(s.run.model, CachedModel)
+    s.run_all()
+    assert s.run.output == "stepped" and s.run.result.cached_calls == 0
+    s.reset()                                      # a new run: its answer comes from the cache, marked so
+    s.run_all()
+    assert s.run.output == "stepped" and s.run.result.cached_calls == 1
+    assert "answer from the response cache" in s.run.to_text()
+    off = Stepper(ladder, input="why?", model=make, cache=False)
+    assert off.run.cache is None and not isinstance(off.run.model, CachedModel)
