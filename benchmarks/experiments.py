@@ -134,7 +134,7 @@ def measure(name: str, variants: dict, rows: list, url: str, out: Path, **kw) ->
     hits0 = _Server.hits
     t0 = time.perf_counter()
     exp = experiment(variants, rows, model="openai/fake", model_options={"api_base": url, "api_key": "none"},
-                     out=out, progress=False, **kw)
+                     out=out, progress=False, cache=False, **kw)
     wall = time.perf_counter() - t0
     df = exp.results
     statuses = df["status"].value_counts().to_dict()

@@ -79,7 +79,8 @@ def ladder_run(ladder: str, which: str, options: dict, *, no_cache: bool = False
     from ladr_lab import Run
     from ladr_lab.models import local
 
-    run = Run(ROOT / "examples" / ladder, model=f"local:{which}", model_options=options, input=QUESTION)
+    run = Run(ROOT / "examples" / ladder, model=f"local:{which}", model_options=options, input=QUESTION,
+              cache=False)     # the model is measured, never the response cache
     model = run.model
     assert isinstance(model, local.LocalModel)
     if no_cache:      # drop llama.cpp's tokens before every call: each round reads its whole prompt again

@@ -76,3 +76,10 @@ def ladder():
         text = head + SLATES_YAML + "steps:\n" + textwrap.indent(textwrap.dedent(steps).strip("\n") + "\n", "  ")
         return load_ladder_text(text, **kw)
     return build
+
+
+@pytest.fixture(autouse=True)
+def _own_response_cache(tmp_path_factory, monkeypatch):
+    """Each test its own response cache (models/cache.py), never the user's nor another test's: a cached answer of
+    one test would otherwise answer the same request in another (subprocesses inherit the variable)."""
+    monkeypatch.setenv("LADR_LAB_RESPONSE_CACHE", str(tmp_path_factory.mktemp("responses")))

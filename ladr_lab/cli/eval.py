@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import LadrError, ModelError
 from ..experiments.folder import RESULTS, TABLE
 from ._common import USAGE_ERROR, _json_errors, _kv
-from .model_args import add_model_options, model_options
+from .model_args import add_cache_options, add_model_options, cache_arg, model_options
 from .run import _positive
 
 __all__ = ["add_parser", "cmd_eval", "cmd_experiment"]
@@ -86,7 +86,8 @@ def cmd_experiment(a) -> int:
                          grader=a.grader, slates=_kv(a.slate, "--slate") or None,
                          isolate_slates=not a.share_slates,
                          resume=not a.restart, progress=not a.no_progress and not a.json,
-                         model_options=model_options(a), retry_errors=not a.no_retry_errors)
+                         model_options=model_options(a), retry_errors=not a.no_retry_errors,
+                         cache=cache_arg(a))
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = exp.counts()
@@ -117,7 +118,7 @@ def cmd_eval(a) -> int:
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
                       isolate_slates=a.isolate_slates, resume=not a.restart,
                       progress=not a.no_progress and not a.json, model_options=model_options(a),
-                      retry_errors=not a.no_retry_errors)
+                      retry_errors=not a.no_retry_errors, cache=cache_arg(a))
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = ev.counts()
@@ -171,4 +172,5 @@ def add_parser(sub) -> None:
     x.add_argument("--rate-limit", action="append", default=[], metavar="[PROVIDER=]RATE",
                    help="calls per period shared by every worker, e.g. 60/min or openai=5/s")
     add_model_options(p)
+    add_cache_options(p)
     p.set_defaults(fn=cmd_eval)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, LadrError
 from ._common import _fail, _kv, _problems
-from .model_args import add_model_options, model_options
+from .model_args import add_cache_options, add_model_options, cache_arg, model_options
 from .printer import RoundPrinter
 
 __all__ = ["add_parser", "cmd_run"]
@@ -56,12 +56,12 @@ def cmd_run(a) -> int:
         options = model_options(a)
         if a.then:
             from ..models import get_model
-            model = get_model(model, then=a.then, base_dir=ladder.base_dir, options=options)
+            model = get_model(model, then=a.then, base_dir=ladder.base_dir, options=options, cache=cache_arg(a))
             options = {}
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge,
-                  model_options=options, otel=a.otel)
+                  model_options=options, otel=a.otel, cache=cache_arg(a))
         check = getattr(run.model, "check", None)
         if callable(check):     # a missing API key or unknown model: said now, not after litellm's retries
             check()
@@ -124,6 +124,7 @@ def add_parser(sub) -> None:
                                                        "ends, to OTEL_EXPORTER_OTLP_ENDPOINT (the otel extra)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
     add_model_options(r)
+    add_cache_options(r)
     r.set_defaults(fn=cmd_run)
 
 

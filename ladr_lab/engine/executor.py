@@ -63,7 +63,7 @@ class Executor:
     def __init__(self, ladder: Ladder, *, store: SlateStore, trace: Trace, ledger: Ledger, model: Model,
                  models: dict[str, Model], state: RunState, limits: Limits, depth: int = 0,
                  caller: tuple[str, ...] = (), knowledge: Mapping[str, Sequence[Any]] | None = None,
-                 run_files: Any = None) -> None:
+                 run_files: Any = None, cache: Any = None) -> None:
         self.ladder = ladder
         self.store = store
         self.trace = trace
@@ -76,6 +76,7 @@ class Executor:
         self.caller = caller
         self.knowledge = knowledge or {}     # step id -> knowledge sources bound at run time
         self.run_files = run_files           # the run's RunFilesWriter, when it writes run files
+        self.cache = cache                   # the run's ResponseCache (models/cache.py), or None
 
     def emit(self, event: Event) -> Event:
         """Record an event, marked with this run's depth and callers when it is a child run."""
@@ -89,7 +90,7 @@ class Executor:
         if step.model is None or (isinstance(self.model, Recording) and self.model.answers_every_step):
             return self.model
         if step.model not in self.models:
-            self.models[step.model] = get_model(step.model, base_dir=self.ladder.base_dir)
+            self.models[step.model] = get_model(step.model, base_dir=self.ladder.base_dir, cache=self.cache)
         return self.models[step.model]
 
     def child(self, ladder: Ladder, text: str, label: str) -> Executor:
@@ -97,10 +98,10 @@ class Executor:
         return Executor(ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
                         models=self.models, state=RunState({"context": text}), limits=self.limits,
                         depth=self.depth + 1, caller=(*self.caller, label), knowledge=self.knowledge,
-                        run_files=self.run_files)
+                        run_files=self.run_files, cache=self.cache)
 
     def with_state(self, state: RunState) -> Executor:
         """The same executor over another state (a group's branch)."""
         return Executor(self.ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
                         models=self.models, state=state, limits=self.limits, depth=self.depth, caller=self.caller,
-                        knowledge=self.knowledge, run_files=self.run_files)
+                        knowledge=self.knowledge, run_files=self.run_files, cache=self.cache)

@@ -102,6 +102,8 @@ def result_html(res: RunResult) -> str:
 def result_text(res: RunResult) -> str:
     """A run's summary as text."""
     hand = f" ({res.edited_calls} answered by hand)" if res.edited_calls else ""
+    if getattr(res, "cached_calls", 0):
+        hand += f" ({res.cached_calls} from the response cache, not called)"
     head = f"{res.status}: {res.llm_calls} model call(s){hand}, {res.steps} step(s), {res.tokens_in + res.tokens_out:,} tokens"
     lines = [head + (f", ${res.cost:.4f}" if res.cost else "")]
     if res.error:

@@ -33,6 +33,7 @@ from ..errors import (
     short_repr,
 )
 from ..models import Completion, Model, Recording, get_model
+from ..models.cache import resolve_cache
 from ..slate import SlateStore
 from ..trace import Events, InternalFailure, LlmCall, RunEnd, RunStart, StepStart, Trace
 from .calls import CallGen, CallRequest
@@ -65,6 +66,7 @@ class RunResult(Displayable):
     divergence: dict | None = None      # a replay's first divergence from its recording
     live_calls: int | None = None       # a replay's calls answered by a live model (0: all from the recording)
     edited_calls: int = 0               # of llm_calls, the calls answered by hand (forks: `Run.step(output=...)`)
+    cached_calls: int = 0               # of llm_calls, the calls answered from the response cache (no model called)
 
     def to_dict(self) -> dict:
         """The summary as a JSON-ready dict."""
@@ -105,7 +107,9 @@ class Run(Displayable):
     round's retrieved block (see `engine.retrieve.Limits` for the defaults and why). `model_options` (temperature,
     seed, grammar, constrain, ...: models/options.py) go to the run's model when it is made from a name; a model
     that does not take one refuses it at once. A step's own `model:` is made without them. `otel=True` (or an
-    `otel.OtelExport`) exports the run as OpenTelemetry spans when it ends (docs/otel.md; the `otel` extra)."""
+    `otel.OtelExport`) exports the run as OpenTelemetry spans when it ends (docs/otel.md; the `otel` extra).
+    `cache` is the response cache of live models' answers (models/cache.py): True (the default) the per-user one,
+    a folder, a `ResponseCache`, or False for none; a cached answer is marked `cached` in the trace."""
 
     def __init__(self, ladder: Ladder | str | Path, *, model: str | Model | None = None, input: str | None = None,
                  inputs: dict | None = None, slates: Mapping[str, str | Path] | None = None,
@@ -113,7 +117,7 @@ class Run(Displayable):
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  max_fetch_chars: int | None = None, max_round_chars: int | None = None,
                  knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None,
-                 model_options: Mapping[str, Any] | None = None, otel: Any = False) -> None:
+                 model_options: Mapping[str, Any] | None = None, otel: Any = False, cache: Any = True) -> None:
         defaults = Limits()
         self.limits = Limits(entry_chars=_bound("max_fetch_chars", max_fetch_chars, defaults.entry_chars),
                              round_chars=_bound("max_round_chars", max_round_chars, defaults.round_chars))
@@ -126,7 +130,8 @@ class Run(Displayable):
         self.store = store or SlateStore()
         self._own_models: list[Model] = []
         model_spec = model if model is not None else (ladder.model or "offline")
-        self.model = get_model(model_spec, base_dir=ladder.base_dir, options=model_options)
+        self.cache = resolve_cache(cache)
+        self.model = get_model(model_spec, base_dir=ladder.base_dir, options=model_options, cache=self.cache)
         if not hasattr(model_spec, "complete"):
             self._own_models.append(self.model)
         self.trace = trace or Trace(trace_out)     # after the model: a model refused leaves no empty trace behind
@@ -156,7 +161,7 @@ class Run(Displayable):
         self.state = RunState(self.inputs)
         self._x = Executor(ladder, store=self.store, trace=self.trace, ledger=self.ledger, model=self.model,
                            models=self._models, state=self.state, limits=self.limits, knowledge=self.knowledge,
-                           run_files=self.run_files)
+                           run_files=self.run_files, cache=self.cache)
         self.status = "pending"
         self.output = ""
         self.error: str | None = None
@@ -307,11 +312,16 @@ class Run(Displayable):
                          error_step=step, error_node=node, error_path=path,
                          error_where=self.ladder.where(tuple(path)) if path else None,
                          divergence=self._divergence(),
-                         live_calls=self._live_calls(), edited_calls=self._edited_calls())
+                         live_calls=self._live_calls(), edited_calls=self._edited_calls(),
+                         cached_calls=self._cached_calls())
 
     def _edited_calls(self) -> int:
         """Calls answered by hand (forks): they count in llm_calls and maxLlmCalls, as the calls they replace."""
         return sum(1 for e in self.trace.events if isinstance(e, LlmCall) and e.provenance == "edited")
+
+    def _cached_calls(self) -> int:
+        """Calls answered from the response cache: they count in llm_calls and maxLlmCalls, no model was called."""
+        return sum(1 for e in self.trace.events if isinstance(e, LlmCall) and e.provenance == "cached")
 
     def _divergence(self) -> dict | None:
         """A replay's (a `Recording`'s) first divergence; once the run has ended, recorded calls it never asked
@@ -325,11 +335,12 @@ class Run(Displayable):
 
     def _live_calls(self) -> int | None:
         """A replay's (a `Recording`'s) calls not answered from the recording (None when the run is no replay):
-        every call answered by another model counts, a hand-typed answer (a fork) does not."""
+        every call answered by another model counts, a hand-typed answer (a fork) or a cached one does not."""
         if not isinstance(self.model, Recording):
             return None
         return sum(1 for e in self.trace.events
-                   if isinstance(e, LlmCall) and e.provenance not in ("recorded", "edited") and e.error is None)
+                   if isinstance(e, LlmCall) and e.provenance not in ("recorded", "edited", "cached")
+                   and e.error is None)
 
     def __repr__(self) -> str:
         nxt = ""

@@ -77,6 +77,7 @@ class CellSpec:
     replay: str | None = None                  # a recorded trace this cell re-judges (no model call)
     then: Any = None                           # who answers live after a re-judged cell's divergence (None: nobody)
     limit_key: str | None = None               # the provider a rate limiter counts this cell's live calls under
+    cache: str | bool = False                  # the response cache's folder (models/cache.py), or False: none
 
 
 # ---- where a cell's result came from ---------------------------------------------------------------------------
@@ -343,7 +344,7 @@ def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
         bound = _bind(spec)
         model, owned = _model(spec, ladder, limiter)
         run = Run(ladder, model=model, inputs=dict(spec.fields), slates=bound, trace_out=Path(spec.out) / spec.trace,
-                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars)
+                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=spec.cache)
         try:
             res = run.run()
         finally:       # an interrupt leaves the run unfinished: still close its trace file and models

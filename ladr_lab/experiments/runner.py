@@ -186,12 +186,14 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
              out: str | Path | None = None, slates: Mapping[str, str | Path] | None = None,
              knobs: dict | None = None, isolate_slates: bool = False, resume: bool = True, progress: bool = True,
              max_fetch_chars: int | None = None, max_round_chars: int | None = None,
-             model_options: Mapping[str, Any] | None = None, retry_errors: bool = True) -> Evaluation:
+             model_options: Mapping[str, Any] | None = None, retry_errors: bool = True,
+             cache: Any = True) -> Evaluation:
     """Run a ladder over many inputs (a DataFrame, a CSV or JSONL file, or a list of mappings), `concurrency`
     rows at a time, with a progress bar; one trace per row and the results table go to `out` (a new
     temporary folder by default). Finished rows of an earlier, interrupted evaluation in `out` are not run
     again (`resume=False` starts afresh), except rows that ended in an error, which run again (`retry_errors=False`
-    keeps them; docs/experiments.md, "Resume"); `model_options` go to each row's model (and into the rows' fingerprint).
+    keeps them; docs/experiments.md, "Resume"); `model_options` go to each row's model (and into the rows' fingerprint);
+    `cache` is the response cache of live models' answers (True: the per-user one, a folder, or False: models/cache.py).
     Returns the Evaluation (`.results` is the DataFrame).
 
     It is the experiment of one ladder with no assertions (`experiment()`'s loop), except that its folder keeps
@@ -209,12 +211,13 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     check_input_columns(lad, rows, f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs")
     _check_slates(lad, slates)
     _check_model_options(model, lad, model_options)
+    cache = _cache_folder(cache)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-eval-"))
     (out / "traces").mkdir(parents=True, exist_ok=True)
     batch = _Batch(out, resume=resume, by_variant=False, total=len(rows), desc=f"eval {lad.name}", unit="row",
                    progress=progress, retry_errors=retry_errors)
     tasks = [CellTask(_spec(None, lad, knobs, out, rid, pos, fields, model, model_options, slates, isolate_slates,
-                            max_fetch_chars, max_round_chars), None, source=None)
+                            max_fetch_chars, max_round_chars, cache=cache), None, source=None)
              for pos, (rid, fields) in enumerate(rows, 1)]
     interrupted = False
     try:
@@ -238,12 +241,13 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                grader: str | None = None, slates: Mapping[str, str | Path] | None = None,
                isolate_slates: bool = True, resume: bool = True, progress: bool = True,
                model_options: Mapping[str, Any] | None = None, max_fetch_chars: int | None = None,
-               max_round_chars: int | None = None, retry_errors: bool = True) -> Experiment:
+               max_round_chars: int | None = None, retry_errors: bool = True, cache: Any = True) -> Experiment:
     """Run every variant (`ladders`: {name: ladder file or Ladder}, a list of files, or one ladder with
     `knob_sets`) on every row of `inputs` (a CSV or JSONL file, a DataFrame, or a list of mappings), check
     `asserts` (and each row's own `assert` column) on every cell, and return the Experiment (`.results` is a
     DataFrame with a row per cell, `.summary()` one per variant). See the module docstring for the folder,
-    the re-judged variants and resuming (cells that ended in an error run again unless `retry_errors=False`)."""
+    the re-judged variants and resuming (cells that ended in an error run again unless `retry_errors=False`).
+    `cache`: the response cache of live models' answers, as for `evaluate`."""
     import tempfile
 
     if concurrency < 1:
@@ -269,6 +273,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         check_input_columns(v.ladder, [(r, f) for r, f, _ in rows], where)
         _check_slates(v.ladder, slates, f"variant {v.name}: ")
     _check_model_options(model, variants[0].ladder, model_options)
+    cache = _cache_folder(cache)
     limiter = _limiter(rate_limit, backend)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-exp-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -291,7 +296,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                 continue
             for pos, (rid, fields, own) in enumerate(rows, 1):
                 spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates,
-                             isolate_slates, max_fetch_chars, max_round_chars)
+                             isolate_slates, max_fetch_chars, max_round_chars, cache=cache)
                 task = CellTask(spec, v.name, _merge(common, own), grader)
                 if not batch.keep(task):
                     tasks.append(task)
@@ -308,7 +313,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                 cell_asserts = _merge(common, own)
                 b = base_cells.get((base.name, rid))
                 spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates, True,
-                             max_fetch_chars, max_round_chars, base=b, live=rejudge == "auto")
+                             max_fetch_chars, max_round_chars, base=b, live=rejudge == "auto", cache=cache)
                 rejudged = CellSource("rejudged", base.name)
                 if batch.keep(CellTask(spec, v.name, cell_asserts, grader, rejudged)):
                     continue
@@ -384,7 +389,7 @@ def _limiter(rate_limit, backend: str):
 
 def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out: Path, rid: str, pos: int,
           fields: dict, model, model_options, slates, isolate: bool, max_fetch_chars, max_round_chars, *,
-          base: CellResult | None = None, live: bool = True) -> CellSpec:
+          base: CellResult | None = None, live: bool = True, cache: str | bool = False) -> CellSpec:
     """The spec of one cell: an experiment's variant × row, or (variant None) an evaluation's row."""
     bound = {d.title: str(Path(slates[d.title])) for d in lad.slates if slates and d.title in slates}
     bound.update({d.title: str(lad.base_dir / d.path) for d in lad.slates if d.title not in bound and d.path})
@@ -403,7 +408,15 @@ def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out
                     model=model, model_options=model_options, expected=tuple(input_columns(lad)),
                     max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, variant=variant,
                     replay=replay, then=then,
-                    limit_key=_limit_key(model_name))
+                    limit_key=_limit_key(model_name), cache=cache)
+
+
+def _cache_folder(cache: Any) -> str | bool:
+    """The response cache's folder, resolved once (a bad folder is said now, not in every cell), as a cell's spec
+    carries it (picklable: a Ray worker opens the same folder); False for none."""
+    from ..models.cache import resolve_cache
+    found = resolve_cache(cache)
+    return str(found.folder) if found is not None else False
 
 
 def _limit_key(model_name: str) -> str:

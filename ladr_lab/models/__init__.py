@@ -8,9 +8,11 @@
 - PROVIDER_KEYS, key_problem — the API key a provider needs, said from the model name before litellm is imported
 - LocalModel — a GGUF model run in-process by llama.cpp (`local`, `local:NAME`), from packaged weights
 - get_model — name → Model; warm_up — import what named models will need (a Ray worker, before its first cell)
+- ResponseCache, CachedModel — the response cache of live models' answers across runs (models/cache.py)
 - Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
 """
 from .base import CallInfo, Completion, Model, Recording, estimate_tokens
+from .cache import CachedModel, ResponseCache
 from .embedding import LiteLLMEmbedder
 from .keys import PROVIDER_KEYS, key_problem
 from .litellm_model import LiteLLMModel
@@ -23,6 +25,7 @@ from .replay import ReplayDivergence, ReplayModel
 from .scripted import ScriptedModel
 
 __all__ = [
+    "CachedModel",
     "CallInfo",
     "Completion",
     "LiteLLMEmbedder",
@@ -35,6 +38,7 @@ __all__ = [
     "Recording",
     "ReplayDivergence",
     "ReplayModel",
+    "ResponseCache",
     "ScriptedModel",
     "WeightsError",
     "estimate_tokens",

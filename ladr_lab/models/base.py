@@ -23,7 +23,8 @@ __all__ = ["CallInfo", "Completion", "Model", "Recording", "estimate_message_tok
 @dataclass(frozen=True)
 class Completion:
     """One model answer: its text plus token counts, cost in USD, latency in seconds, model name, and
-    where it came from (`provenance`: live, recorded, scripted, offline or edited) and whether its decoding was
+    where it came from (`provenance`: live, recorded, scripted, offline, edited or cached: the response cache,
+    models/cache.py) and whether its decoding was
     constrained (`constrained`, see models/local/)."""
 
     text: str

@@ -161,6 +161,11 @@ class LiteLLMModel:
         body = {**(self.params.get("extra_body") or {}), "grammar": c.grammar}
         return {**self.params, "extra_body": body}, c.kind
 
+    def cache_request(self, messages: list[dict], call: CallInfo | None = None) -> dict:
+        """What this call sends (the model, the exact messages, the call's keywords with its grammar), as the response
+        cache keys it (models/cache.py leaves the secrets out)."""
+        return {"backend": "litellm", "model": self.name, "messages": messages, "params": self._params_for(call)[0]}
+
     def close(self) -> None:
         """Nothing held between calls (litellm pools its own connections)."""
 

@@ -39,12 +39,22 @@ def _did_you_mean(text: str) -> str | None:
 
 
 def get_model(name: str | Model | None = None, *, then: str | Model | None = None,
-              base_dir: str | Path | None = None, options: Mapping[str, Any] | None = None) -> Model:
+              base_dir: str | Path | None = None, options: Mapping[str, Any] | None = None,
+              cache: Any = None) -> Model:
     """Resolve `None`/"offline", "script:PATH", "replay:PATH", "local[:NAME|:PATH.gguf]", a Model instance, or a
     litellm model string (`openai/MODEL` with an `api_base` option: `OpenAICompatModel`, called without litellm;
     `litellm:NAME` forces litellm); `then` (a name or Model, resolved here too) is the live model of a mixed "replay:PATH";
     `options` (models/options.py) go to the model made from the name (to `then` in a mixed replay), and a model
-    that does not take one refuses it at once."""
+    that does not take one refuses it at once. `cache` (True, a folder or a ResponseCache: models/cache.py) makes a
+    live model, or a mixed replay's live model, answer through the response cache."""
+    if cache is not None and cache is not False:     # the response cache wraps the live model made here
+        from .cache import with_cache
+
+        if isinstance(name, str) and name.strip().startswith("replay:") and then is not None:
+            then, options = get_model(then, base_dir=base_dir, options=options, cache=cache), None
+        else:
+            made = get_model(name, then=then, base_dir=base_dir, options=options)
+            return with_cache(made, cache, owns=made is not name)
     opts = dict(options or {})
     if then is not None and not (isinstance(name, str) and name.strip().startswith("replay:")):
         raise ModelError(f"then={then!r} goes with a replay:PATH model (mixed replay), not {name!r}")

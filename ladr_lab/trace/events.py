@@ -217,7 +217,7 @@ class LlmCall(Event):
     fetched: tuple[Fetched, ...] | None = None
     error: str | None = None
     verdict: Judgement | None = None
-    provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited
+    provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited | cached
     sections: tuple[SectionSpan, ...] | None = None   # the user message's parts, written [kind, name, chars]
     constrained: str | None = None   # decoding constrained by the model: request, answer (+json), grammar (models/constrain.py)
 

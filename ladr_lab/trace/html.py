@@ -93,7 +93,10 @@ def round_head_html(r: RoundStory) -> Html:
     """One line: the round's label, its tag, and its tokens, cost, latency and provenance."""
     return concat(tag("b", r.label), " → ", badge(r.tag), " ", note(r.stats()),
                   badge("error", title=r.error) if r.error else None,
-                  " " if r.provenance == "edited" else None, badge("edited") if r.provenance == "edited" else None)
+                  " " if r.provenance == "edited" else None, badge("edited") if r.provenance == "edited" else None,
+                  " " if r.provenance == "cached" else None,
+                  badge("cached", title="answer from the response cache, not a fresh call")
+                  if r.provenance == "cached" else None)
 
 
 def section_html(kind: str, name: str, text: str, limit: int = SECTION_CHARS) -> Html:

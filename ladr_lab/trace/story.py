@@ -453,13 +453,20 @@ CONSTRAINED = {"request": "the model's decoding was constrained to a JSON object
                "grammar": "the model's decoding followed the grammar given in its options"}
 
 
+CACHED = "(answer from the response cache, not a fresh call)"
+
+
 def _why(e: LlmCall) -> str | None:
     """The call's reason, and, when the model constrained its decoding, that it did (a constrained output cannot be a
-    malformed request: the lesson of an unconstrained run is that it can)."""
-    if not e.constrained:
-        return e.reason
-    note = CONSTRAINED.get(e.constrained, f"the model's decoding was constrained ({e.constrained})")
-    return f"{e.reason} [{note}]" if e.reason else f"[{note}]"
+    malformed request: the lesson of an unconstrained run is that it can); a cached answer says so (`CACHED`), so it
+    is never mistaken for a fresh call."""
+    why = e.reason
+    if e.constrained:
+        note = CONSTRAINED.get(e.constrained, f"the model's decoding was constrained ({e.constrained})")
+        why = f"{why} [{note}]" if why else f"[{note}]"
+    if e.provenance == "cached":
+        why = f"{why} {CACHED}" if why else CACHED
+    return why
 
 
 def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:

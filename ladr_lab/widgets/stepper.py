@@ -49,16 +49,19 @@ class Stepper(View):
 
     `model` is a model name, a model object (reset with it when it has `reset()`, as ScriptedModel does) or a
     function of no arguments that makes a fresh model for every run. `run` is the current Run, `rounds` the
-    model calls made so far, `trace_view` and `slate_view` its views."""
+    model calls made so far, `trace_view` and `slate_view` its views. `cache` is the runs' response cache of live
+    models' answers (True: the per-user one, a folder, or False: models/cache.py); Reset with it on replays the answers
+    the last run got, each round marked `cached`."""
 
     css_class = "ladr-stepper"
 
     def __init__(self, ladder: Ladder | str | Path, *, input: str | None = None, inputs: dict | None = None,
-                 model: Any = None, slates: dict | None = None, breakpoints: tuple | list = ()) -> None:
+                 model: Any = None, slates: dict | None = None, breakpoints: tuple | list = (),
+                 cache: Any = True) -> None:
         super().__init__()
         w = ipw()
         self.ladder = Ladder.of(ladder)
-        self._args: dict[str, Any] = {"input": input, "inputs": inputs, "slates": slates}
+        self._args: dict[str, Any] = {"input": input, "inputs": inputs, "slates": slates, "cache": cache}
         self._model = model
         ids = [s.id for s in self.ladder.all_steps()]
         unknown = [b for b in breakpoints if b not in ids]
@@ -130,7 +133,7 @@ class Stepper(View):
         # one call at a time, whatever the model's max_concurrency: Run all then makes the calls in the order
         # Step would (a multi-node step's trace does not depend on which call of a thread pool ends first)
         return Run(self.ladder, model=self._make_model(), input=a["input"], inputs=a["inputs"],
-                   slates=a["slates"], max_workers=1)
+                   slates=a["slates"], max_workers=1, cache=a["cache"])
 
     def _listen(self) -> None:
         self._stack.enter_context(self.run.trace.listening(self._on_event))

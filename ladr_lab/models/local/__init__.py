@@ -231,6 +231,24 @@ class LocalModel:
         return Completion(text=text, tokens_in=prompt_tokens, tokens_out=generated, cost=0.0, latency=latency,
                           model=self.name, constrained=constrained)
 
+    def cache_request(self, messages: list[dict], call: CallInfo | None = None) -> dict:
+        """What decides this call's answer (the weights, the exact messages, the sampling options, the call's grammar),
+        as the response cache keys it (models/cache.py); the load settings (threads, batch, context) do not."""
+        if self.grammar_text is not None:
+            grammar: str | None = self.grammar_text
+        elif self.constrain == "request" and call is not None:
+            from ..constrain import CallConstraint
+
+            grammar = CallConstraint.of(call).grammar
+        else:
+            grammar = None
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            size = None
+        return {"backend": "local", "model": self.name, "weights": [self.path.name, size], "messages": messages,
+                "params": dict(self.sampling), "grammar": grammar}
+
     def close(self) -> None:
         """Nothing to release per model: the loaded weights stay for the process's other LocalModels."""
 
