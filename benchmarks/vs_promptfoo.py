@@ -117,7 +117,8 @@ def _promptfoo_config(work: Path, url: str) -> Path:
 def _run_ladr(work: Path, url: str, package: Path, rep: int) -> tuple[float, dict]:
     out = work / f"ladr-out-{rep}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package), str(work)]),
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "LADR_LAB_RESPONSE_CACHE": "off"}      # every run calls the server, as promptfoo's --no-cache does
     env.pop("OPENAI_API_KEY", None)
     cmd = [sys.executable, "-m", "ladr_lab", "eval", str(work / "plain.yaml"), str(work / "cite.yaml"),
            "--inputs", str(work / "rows.jsonl"), "--out", str(out), "--model", "openai/fake",
