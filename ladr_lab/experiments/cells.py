@@ -326,6 +326,10 @@ def _model(spec: CellSpec, ladder: Ladder, limiter):
             model = LimitedModel(model, limiter, spec.limit_key or model.name, owns=owned)
             owned = True
     if spec.replay:    # closing a replay closes its live model: only when this cell made that model
+        if model is not None and spec.cache:     # the live calls after a divergence answer through the cache too
+            from ..models.cache import with_cache
+            model = with_cache(model, spec.cache, owns=owned)
+            owned = True
         return ReplayModel(spec.replay, then=model), owned or model is None
     return model, owned
 

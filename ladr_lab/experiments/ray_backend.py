@@ -42,11 +42,12 @@ from ..errors import LadrError
 from .cells import CellResult, CellTask, asserts_fingerprint, execute
 from .checks import AssertionResult
 
-__all__ = ["RESUBMITS", "LimiterProxy", "error_row", "import_ray", "pool_shape", "run_on_ray", "run_task",
-           "start_command", "start_limiter", "write_trace_if_missing"]
+__all__ = ["LimiterProxy", "READY_SECONDS", "RESUBMITS", "error_row", "import_ray", "pool_shape", "run_on_ray",
+           "run_task", "start_command", "start_limiter", "write_trace_if_missing"]
 
 # how many times a cell whose actor process died is sent again (to the restarted process, or another)
 RESUBMITS = 2
+READY_SECONDS = 120.0      # how long the driver waits for the pool's warm-up before handing cells anyway
 
 _INSTALL = 'pip install "ladr_lab[ray]"'
 
@@ -286,9 +287,9 @@ def run_on_ray(tasks: Iterable[CellTask], ladders: Mapping[str | None, Any], *, 
         if isinstance(name, str):
             warm.setdefault(name, t.spec.model_options)
     pool = [runner_cls.options(**options).remote(tuple(warm.items())) for _ in range(processes)]
-    try:
-        ray.get([actor.ready.remote() for actor in pool])     # the warm-up done, in every process
-    except Exception:   # a process that could not start: its cells say so, as before
+    try:    # the warm-up done, in every process; bounded: a process that cannot be scheduled never says ready
+        ray.get([actor.ready.remote() for actor in pool], timeout=READY_SECONDS)
+    except Exception:   # a process that could not start (or not in time): its cells say so, as before
         pass
     load = [0] * processes
     refs = {name: ray.put(ladders[name]) for name in sorted({t.variant for t in tasks}, key=str)}

@@ -54,14 +54,16 @@ class Experiment(Displayable):
         self.variants: list[str] = list(variants)
         self.interrupted = interrupted
         self.notes: list[str] = list(notes)
+        # what the run that returned this did (given), or, read back from a folder, the cells that ever ran again
         self.retried: int = sum(c.retried > 0 for c in self.cells) if retried is None else retried
+        self._retried_by_this_run = retried is not None
         self._rows: list[dict] | None = None
         self._traces: dict[tuple[str | None, str], Trace] = {}
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return False
-        keys = ("out", "cells", "variants", "interrupted", "notes", "retried")
+        keys = ("out", "cells", "variants", "interrupted", "notes")     # `retried` says what a run did
         return all(getattr(self, k) == getattr(other, k) for k in keys)
 
     __hash__ = None      # type: ignore[assignment]   # mutable, as the dataclass it was
@@ -246,6 +248,9 @@ class Experiment(Displayable):
     def _retried_text(self) -> str:
         cells = [c for c in self.cells if c.retried]
         still = sum(c.status == "error" for c in cells)
+        if not self._retried_by_this_run:       # a folder read back: which cells ran again, in some run
+            return f"{self.retried} cell(s) ran again after an error in an earlier run" + \
+                (f" ({still} an error still)" if still else "")
         return f"{self.retried} error cell(s) of the last run retried" + (f" ({still} an error again)" if still else "")
 
     def _counts_text(self) -> str:

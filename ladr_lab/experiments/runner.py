@@ -169,6 +169,31 @@ def _model_name(model, ladder: Ladder) -> str:
                if model is not None else (ladder.model or "offline"))
 
 
+def _models_named(ladder: Ladder) -> set[str]:
+    """The model names a ladder gives: its own `model:` and its steps' (group steps' too)."""
+    names = {ladder.model} if ladder.model else set()
+    todo = list(ladder.steps)
+    while todo:
+        step = todo.pop()
+        if step.model:
+            names.add(step.model)
+        todo.extend(step.steps)
+    return names
+
+
+def _check_keys(model, ladders: list[Ladder], model_options) -> None:
+    """A missing API key, said once before any cell (from the provider's name: nothing heavy imported), for the
+    model given or, when none is, every model the ladders name."""
+    from ..errors import ModelError
+    from ..models import key_problem
+    names = {model} if isinstance(model, str) else set() if model is not None else \
+        {n for lad in ladders for n in _models_named(lad)}
+    for name in sorted(names):
+        problem = key_problem(name, model_options)
+        if problem:
+            raise ModelError(problem)
+
+
 def _check_model_options(model, ladder: Ladder, model_options) -> None:
     if model_options:      # an option the model does not take is said once, now, not as an error in every cell
         from ..models import get_model
@@ -210,6 +235,7 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     # a column the ladder reads and no row has: said once, naming the columns, instead of an error per row
     check_input_columns(lad, rows, f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs")
     _check_slates(lad, slates)
+    _check_keys(model, [lad], model_options)
     _check_model_options(model, lad, model_options)
     cache = _cache_folder(cache)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-eval-"))
@@ -272,6 +298,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     for v in variants:
         check_input_columns(v.ladder, [(r, f) for r, f, _ in rows], where)
         _check_slates(v.ladder, slates, f"variant {v.name}: ")
+    _check_keys(model, [v.ladder for v in variants], model_options)
     _check_model_options(model, variants[0].ladder, model_options)
     cache = _cache_folder(cache)
     limiter = _limiter(rate_limit, backend)

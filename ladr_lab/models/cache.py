@@ -70,13 +70,31 @@ def _secret(name: Any) -> bool:
     return isinstance(name, str) and bool(_SECRET.search(name.strip().lower().replace("-", "_")))
 
 
-def key_request(request: Any) -> Any:
-    """`request` without its secrets and transport settings (at every depth: `extra_headers` too), as keyed."""
-    if isinstance(request, Mapping):
-        return {str(k): key_request(v) for k, v in request.items() if not _secret(k) and k not in _TRANSPORT}
-    if isinstance(request, (list, tuple)):
-        return [key_request(v) for v in request]
-    return request
+# where a request carries credentials: its keywords (`params`, or the request itself) and their headers. Only there
+# are keys named like a secret left out: inside messages, `response_format`, `tools` or `extra_body` a property named
+# `key` or `password` is content, and two requests that differ there must not share an answer
+_HEADERS = ("extra_headers", "headers", "default_headers")
+
+
+def _keywords(params: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        if _secret(k) or k in _TRANSPORT:
+            continue
+        if k in _HEADERS and isinstance(v, Mapping):
+            v = {str(h): x for h, x in v.items() if not _secret(h)}
+        out[str(k)] = v
+    return out
+
+
+def key_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """`request` as keyed: its keywords (`params`, else the request's own keys) without secrets (`api_key`, a header
+    named like a credential) or transport settings (`timeout`, retries); everything else, at any depth, as sent."""
+    req = dict(request)
+    if isinstance(req.get("params"), Mapping):
+        req["params"] = _keywords(req["params"])
+        return req
+    return _keywords(req)
 
 
 def cache_key(request: Mapping[str, Any], occurrence: int = 1) -> str:
@@ -247,7 +265,7 @@ class CachedModel:
                 self.cache_stats.hits += 1
             return replace(hit, provenance="cached", cost=0.0, latency=round(time.perf_counter() - start, 6))
         comp = self.model.complete(messages, call)
-        if comp.provenance == "live":
+        if comp.provenance == "live" and (comp.text or "").strip():     # an empty answer is a glitch, not an answer
             self.cache.put(key, comp)
             with self._lock:
                 self.cache_stats.stored += 1

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..trace.providers import provider_of
 
-__all__ = ["PROVIDER_KEYS", "key_problem", "missing_keys"]
+__all__ = ["ALSO_ACCEPTED", "PROVIDER_KEYS", "key_problem", "missing_keys"]
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -39,6 +39,14 @@ PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "together_ai": ("TOGETHERAI_API_KEY",),
     "xai": ("XAI_API_KEY",),
 }
+# the other spellings litellm reads a provider's key from when it calls (its `get_secret_str` names), which its
+# `validate_environment` does not list: any of them set is a key set, as it is for the call
+ALSO_ACCEPTED: dict[str, tuple[str, ...]] = {
+    "fireworks_ai": ("FIREWORKS_API_KEY", "FIREWORKSAI_API_KEY", "FIREWORKS_AI_TOKEN"),
+    "openrouter": ("OR_API_KEY",),
+    "perplexity": ("PERPLEXITY_API_KEY",),
+    "together_ai": ("TOGETHER_AI_API_KEY", "TOGETHER_API_KEY", "TOGETHER_AI_TOKEN"),
+}
 
 
 def missing_keys(name: str, options: Mapping[str, Any] | None = None,
@@ -54,7 +62,7 @@ def missing_keys(name: str, options: Mapping[str, Any] | None = None,
     provider = provider_of(name)
     keys = PROVIDER_KEYS.get(provider or "", ())
     env = os.environ if environ is None else environ
-    if not keys or any(env.get(k) for k in keys):
+    if not keys or any(env.get(k) for k in (*keys, *ALSO_ACCEPTED.get(provider or "", ()))):
         return []
     return list(keys)
 

@@ -29,6 +29,9 @@ from .options import validate_option_values
 __all__ = ["LiteLLMModel", "import_litellm", "no_stray_event_loop"]
 
 
+# the variables litellm reads a provider's server address from when no api_base is given
+_BASE_ENV = ("OPENAI_API_BASE", "OPENAI_BASE_URL", "OLLAMA_API_BASE", "AZURE_API_BASE", "HOSTED_VLLM_API_BASE",
+             "LM_STUDIO_API_BASE", "OPENROUTER_API_BASE")
 _STDOUT_SWAP = threading.Lock()     # contextlib.redirect_stdout swaps sys.stdout for every thread
 
 
@@ -164,7 +167,12 @@ class LiteLLMModel:
     def cache_request(self, messages: list[dict], call: CallInfo | None = None) -> dict:
         """What this call sends (the model, the exact messages, the call's keywords with its grammar), as the response
         cache keys it (models/cache.py leaves the secrets out)."""
-        return {"backend": "litellm", "model": self.name, "messages": messages, "params": self._params_for(call)[0]}
+        request = {"backend": "litellm", "model": self.name, "messages": messages, "params": self._params_for(call)[0]}
+        if "api_base" not in request["params"]:     # a server named by the environment is part of what answers
+            env = {k: os.environ[k] for k in _BASE_ENV if os.environ.get(k)}
+            if env:
+                request["base_from_env"] = env
+        return request
 
     def close(self) -> None:
         """Nothing held between calls (litellm pools its own connections)."""

@@ -36,6 +36,11 @@ from .litellm_model import LiteLLMModel
 __all__ = ["OpenAICompatModel", "price_of"]
 
 _TRANSPORT = ("api_base", "api_key", "timeout", "extra_headers", "extra_body", "max_retries", "num_retries")
+# litellm's own keywords: settings of litellm, which it never sends to a server (nor does this client)
+_LITELLM_ONLY = ("drop_params", "input_cost_per_token", "output_cost_per_token", "input_cost_per_second",
+                 "output_cost_per_second", "custom_llm_provider", "api_version", "caching", "metadata",
+                 "mock_response", "litellm_logging_obj", "model_info", "num_retries", "fallbacks", "context_window_fallbacks",
+                 "base_model", "logger_fn", "verbose", "use_litellm_proxy")
 _RETRY = {408, 409, 429, 500, 502, 503, 504}
 _PRICES: dict[str, Any] | None = None
 _PRICES_LOCK = threading.Lock()
@@ -102,7 +107,7 @@ class OpenAICompatModel(LiteLLMModel):
         """POST the messages to `{api_base}/chat/completions` and measure the answer."""
         self.check()
         params, constrained = self._params_for(call)
-        body: dict[str, Any] = {k: v for k, v in params.items() if k not in _TRANSPORT}
+        body: dict[str, Any] = {k: v for k, v in params.items() if k not in _TRANSPORT and k not in _LITELLM_ONLY}
         body.update({"model": self.name.split("/", 1)[1], "messages": messages})
         body.update(params.get("extra_body") or {})
         start = time.perf_counter()
@@ -121,8 +126,12 @@ class OpenAICompatModel(LiteLLMModel):
         usage: dict = raw if isinstance(raw, dict) else {}
         tokens_in = int(usage.get("prompt_tokens") or estimate_message_tokens(messages))
         tokens_out = int(usage.get("completion_tokens") or estimate_tokens(text))
-        return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out,
-                          cost=price_of(self.name, tokens_in, tokens_out), latency=latency, model=self.name,
+        if "input_cost_per_token" in params or "output_cost_per_token" in params:     # litellm's custom pricing
+            cost = float(params.get("input_cost_per_token") or 0.0) * tokens_in + \
+                float(params.get("output_cost_per_token") or 0.0) * tokens_out
+        else:
+            cost = price_of(self.name, tokens_in, tokens_out)
+        return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost, latency=latency, model=self.name,
                           constrained=constrained)
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
@@ -153,8 +162,7 @@ class OpenAICompatModel(LiteLLMModel):
                 answer = conn.getresponse()
                 data = answer.read()
             except (OSError, http.client.HTTPException) as exc:
-                conn.close()
-                self._local.conn = None
+                self._drop(conn)
                 if attempt < retries:
                     time.sleep(0.5 * 2 ** attempt)
                     continue
@@ -173,6 +181,14 @@ class OpenAICompatModel(LiteLLMModel):
                 raise ModelError(f'model "{self.name}" returned no choices')
             return doc
         raise ModelError(f'model "{self.name}" failed')     # pragma: no cover - the loop returns or raises
+
+    def _drop(self, conn: http.client.HTTPConnection) -> None:
+        """Close this thread's broken connection and forget it (the next call opens a new one)."""
+        conn.close()
+        self._local.conn = None
+        with self._conns_lock:
+            if conn in self._conns:
+                self._conns.remove(conn)
 
     def close(self) -> None:
         """Close every thread's kept-alive connection (a later call opens a new one)."""

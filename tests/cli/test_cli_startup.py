@@ -58,3 +58,15 @@ def test_a_missing_key_or_a_mistyped_name_is_said_before_any_heavy_import(args, 
     out, err, last = _run(*args)
     assert said in err, err[-2000:]
     assert last == "EXIT 1 []", last
+
+
+def test_a_missing_key_of_a_model_the_ladder_names_is_said_before_any_cell(tmp_path):
+    """No --model: the ladder's own `model:` (and its steps') is checked the same way, once, before a cell runs or a
+    results folder is made."""
+    ladder = tmp_path / "named.yaml"
+    text = Path(LADDER).read_text(encoding="utf-8")
+    assert "\nmodel: offline\n" in text
+    ladder.write_text(text.replace("\nmodel: offline\n", "\nmodel: openai/gpt-4o-mini\n"), encoding="utf-8")
+    out, err, last = _run("eval", str(ladder), "--inputs", INPUTS, "--out", str(tmp_path / "out"), "--no-progress")
+    assert "ladr-lab: openai/gpt-4o-mini needs OPENAI_API_KEY, which is not set" in err, err[-2000:]
+    assert last == "EXIT 1 []" and not (tmp_path / "out").exists()

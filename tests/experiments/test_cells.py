@@ -107,3 +107,24 @@ def test_the_table_columns_come_from_the_record():
     assert set(EVALUATION_COLUMNS) <= set(CellResult.columns())
     every = set(CellResult.columns()) - {"source", "passed", "reasons", "asserts"}
     assert every <= fields
+
+
+def test_a_rejudged_cells_live_model_answers_through_the_response_cache(tmp_path):
+    """After a re-judged cell diverges from its recording, its live calls are a live model's like any cell's: the
+    response cache wraps that model (the replay itself, which is recorded, is never cached)."""
+    from pathlib import Path
+
+    from ladr_lab.config.loader import load_ladder_text
+    from ladr_lab.experiments.cells import _model
+    from ladr_lab.models.cache import CachedModel
+    from ladr_lab.models.replay import ReplayModel
+
+    old = Path(__file__).resolve().parents[1] / "fixtures" / "batch_v1" / "experiment" / "a" / "traces" / "dedup.jsonl"
+    lad = load_ladder_text("name: t\nsteps:\n  - id: s\n")
+    spec = _spec(replay=str(old), then="openai/gpt-4o-mini", model_options={"mock_response": "hi"},
+                 cache=str(tmp_path / "rc"))
+    model, owned = _model(spec, lad, None)
+    assert isinstance(model, ReplayModel) and isinstance(model.then, CachedModel) and owned
+    uncached, _ = _model(dataclasses.replace(spec, cache=False), lad, None)
+    assert not isinstance(uncached.then, CachedModel)
+    model.close()

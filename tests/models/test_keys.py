@@ -48,6 +48,25 @@ def test_the_table_says_what_litellm_says(monkeypatch):
         monkeypatch.delenv(first)
 
 
+def test_every_other_spelling_litellm_reads_a_key_from_is_a_key(monkeypatch):
+    """Each name of ALSO_ACCEPTED alone is a key set (a call reads it); each is one litellm's own source reads the
+    provider's key from, so the table cannot name a variable litellm never reads."""
+    import importlib.util
+    import re
+
+    from ladr_lab.models.keys import ALSO_ACCEPTED
+    folder = Path(importlib.util.find_spec("litellm").submodule_search_locations[0])
+    read = set()
+    for path in folder.rglob("*.py"):
+        read.update(re.findall(r'get_secret(?:_str)?\(\s*"([A-Z0-9_]+)"', path.read_text(errors="replace")))
+    for provider, names in ALSO_ACCEPTED.items():
+        assert provider in PROVIDER_KEYS
+        for name in names:
+            assert name in read, name
+            assert missing_keys(SAMPLE[provider], environ={name: "k"}) == []
+        assert missing_keys(SAMPLE[provider], environ={}) == list(PROVIDER_KEYS[provider])
+
+
 def test_gemini_takes_either_key():
     assert missing_keys("gemini/gemini-1.5-pro", environ={"GEMINI_API_KEY": "k"}) == []
     assert missing_keys("gemini/gemini-1.5-pro", environ={}) == ["GOOGLE_API_KEY", "GEMINI_API_KEY"]

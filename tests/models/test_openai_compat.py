@@ -73,6 +73,17 @@ def test_a_call_sends_the_options_in_the_body_and_the_key_as_a_bearer(base):
     assert len(_Server.seen) == 2     # the same kept-alive connection, a second request
 
 
+def test_litellms_own_settings_never_reach_the_server(base):
+    """`drop_params` and custom prices are litellm's settings (it never sends them): neither does the direct client;
+    custom prices still price the call, as litellm does."""
+    m = get_model("openai/fake", options={"api_base": base, "api_key": "x", "drop_params": True, "temperature": 0.1,
+                                          "input_cost_per_token": 0.001, "output_cost_per_token": 0.002})
+    comp = m.complete([{"role": "user", "content": "hi"}])
+    body = _Server.seen[-1][2]
+    assert body["temperature"] == 0.1 and not {"drop_params", "input_cost_per_token", "output_cost_per_token"} & set(body)
+    assert comp.cost == pytest.approx(1000 * 0.001 + 100 * 0.002)
+
+
 def test_a_grammar_goes_in_the_body(base):
     model = get_model("openai/m", options={"api_base": base, "api_key": "x", "grammar": "root ::= \"a\""})
     out = model.complete(MSGS)

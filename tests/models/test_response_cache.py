@@ -174,6 +174,30 @@ def test_a_run_replays_its_own_sequence_of_identical_requests():
     assert run2.complete(MSGS).text == "sample 4" and len(calls) == 4   # a fourth repeat is a fresh call
 
 
+def test_content_named_like_a_secret_is_keyed_and_only_credentials_are_left_out(monkeypatch):
+    """`key` or `password` inside a response_format schema, a tool's parameters or extra_body is what is asked: it
+    changes the key; an api_key, an Authorization header and a timeout do not."""
+    def schema(kind: str) -> dict:
+        return {"type": "json_schema", "json_schema": {"name": "a", "schema": {
+            "type": "object", "properties": {"key": {"type": kind}}}}}
+    assert _key(response_format=schema("string")) != _key(response_format=schema("integer"))
+    tool = {"type": "function", "function": {"name": "login", "parameters": {"properties": {"password": {}}}}}
+    assert _key(tools=[tool]) != _key(tools=[{**tool, "function": {**tool["function"], "parameters": {}}}])
+    assert _key(extra_body={"token": 1}) != _key(extra_body={"token": 2})
+    assert _key(api_key="a", extra_headers={"Authorization": "x", "X-Team": "t"}, timeout=3) == \
+        _key(api_key="b", extra_headers={"Authorization": "y", "X-Team": "t"})
+    assert _key(extra_headers={"X-Team": "t"}) != _key(extra_headers={"X-Team": "u"})
+    plain = _key()
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")     # another server answers
+    assert _key() != plain
+
+
+def test_an_empty_answer_is_not_stored(tmp_path):
+    model = with_cache(LiteLLMModel("openai/gpt-4o-mini", mock_response=" "), tmp_path / "rc")
+    assert model.complete(MSGS).provenance == "live"
+    assert len(ResponseCache.at(tmp_path / "rc")) == 0 and model.complete(MSGS).provenance == "live"
+
+
 def test_a_failed_call_is_not_stored(tmp_path):
     model = with_cache(LiteLLMModel("openai/gpt-4o-mini", mock_response=Exception("boom")), tmp_path / "rc")
     for _ in range(2):
