@@ -53,7 +53,12 @@ class Cursors:
 
 
 class Sessions:
-    """Per session id, the hit ids already returned; the newest `MAX_SESSIONS` sessions kept."""
+    """Per session id, the hit ids already returned; the `MAX_SESSIONS` most recently used sessions kept.
+
+    A session is used by any call naming it (a cursor's next page included); past the cap the least recently
+    used is forgotten, and a later call naming it starts an empty one. The ids' length is capped by
+    `request.MAX_SESSION_CHARS`, so what the sessions hold is bounded.
+    """
 
     def __init__(self) -> None:
         self._seen: OrderedDict[str, set] = OrderedDict()

@@ -17,7 +17,7 @@ from typing import Any
 from .errors import InvalidRequestParams
 from .filters import MAX_DEPTH, MAX_IN_VALUES, OPS
 
-__all__ = ["FUSIONS", "HIT_FIELDS", "KNOWN", "MAX_QUERY_CHARS", "MODALITIES", "PARAMS_SCHEMA", "RetrieveRequest",
+__all__ = ["FUSIONS", "HIT_FIELDS", "KNOWN", "MAX_QUERY_CHARS", "MAX_SESSION_CHARS", "MODALITIES", "PARAMS_SCHEMA", "RetrieveRequest",
            "SEARCH_MODES", "TRANSFORMS", "UNITS", "load_fields", "load_request"]
 
 SEARCH_MODES = ("dense", "sparse", "hybrid")
@@ -27,6 +27,8 @@ FUSIONS = ("rrf", "weighted")
 TRANSFORMS = ("rewrite", "hyde", "multi-query", "decompose")
 UNITS = ("chunk", "document", "node", "triplet", "path", "subgraph", "community", "tree-node", "page")
 MAX_QUERY_CHARS = 100_000
+# the longest `session` id: the engine keeps up to `cursors.MAX_SESSIONS` of them, so their total is bounded too
+MAX_SESSION_CHARS = 256
 # the Hit shape's fields a `fields` selection may name, in the order a hit is written (`id` always comes)
 HIT_FIELDS = ("score", "confidence", "scores", "vector", "id", "text", "modality", "unit", "level", "meta",
               "citation", "trust", "chunk")
@@ -85,7 +87,8 @@ PARAMS_SCHEMA: dict[str, Any] = {
         "unit": {"enum": list(UNITS), "description": "the granularity returned (capabilities.retrieve.units)"},
         "level": _int_schema(0, "the abstraction level (0: the leaves)"),
         "tokenBudget": _int_schema(1, "pack hits until their bodies reach this many tokens, instead of k"),
-        "session": {"type": "string", "description": "a token threading calls: hits already seen are dropped"},
+        "session": {"type": "string", "maxLength": MAX_SESSION_CHARS,
+                    "description": "a token threading calls: hits already seen are dropped"},
         "includeText": {"type": "boolean", "default": True, "description": "include each hit's body text"},
         "includeVector": {"type": "boolean", "default": False, "description": "include each hit's vector"},
         "seed": {"type": "integer", "description": "a determinism hint (every stage here is deterministic)"},
@@ -251,6 +254,9 @@ def load_request(params: Any) -> RetrieveRequest:
     req.token_budget = _int(params, "tokenBudget", 1)
     req.min_score = _num(params, "minScore")
     req.session = _str(params, "session")
+    if req.session is not None and len(req.session) > MAX_SESSION_CHARS:
+        raise InvalidRequestParams(f"session must be at most {MAX_SESSION_CHARS} characters "
+                                   f"(limits.maxSessionChars; got {len(req.session)})")
     req.include_text = _bool(params, "includeText", True)
     req.include_vector = _bool(params, "includeVector", False)
     seed = params.get("seed")

@@ -6,7 +6,9 @@ is -32700, a message that is not a request -32600, an unknown method -32601, bad
 an option the engine cannot honour -32005, a snapshot no longer kept -32010, and anything
 unexpected -32603, each answered while the server keeps serving. A message over `max_request_bytes`
 (1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`) is -32600 before it is parsed,
-and the transports refuse to read one past it.
+and the transports refuse to read one past it. `limits` also says the batch cap and what the engine keeps
+for `session` ids (their longest, how many, how many hits each: request.py and cursors.py), the same on
+every transport.
 
 `ERROR_CODES` is the one table from an error class to its JSON-RPC code and the words that name it; both
 faces read it (`code_of`, `words_of`): this dispatcher and the MCP face (`mcp_server.py`), whose resource
@@ -27,8 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import LadrError
+from ..search.cursors import MAX_SESSION_IDS, MAX_SESSIONS
 from ..search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
 from ..search.pipeline import JsonSearchEngine, SearchEngine
+from ..search.request import MAX_SESSION_CHARS
 from .resources import ResourceMissing, ResourceRefused
 
 __all__ = ["Dispatcher", "ERROR_CODES", "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "MAX_BATCH",
@@ -240,7 +244,9 @@ class Dispatcher:
     def _call(self, method: str, params: Any, notify: Notify | None) -> Any:
         if method == "initialize":
             caps = dict(self.engine.capabilities())
-            caps["limits"] = {"maxRequestBytes": self.max_request_bytes, "maxBatch": MAX_BATCH}
+            caps["limits"] = {"maxRequestBytes": self.max_request_bytes, "maxBatch": MAX_BATCH,
+                              "maxSessionChars": MAX_SESSION_CHARS, "maxSessions": MAX_SESSIONS,
+                              "maxSessionHits": MAX_SESSION_IDS}
             return {"protocolVersion": PROTOCOL_VERSION, "serverInfo": self.info, "capabilities": caps}
         if method == "ping":
             return {}

@@ -34,6 +34,19 @@ def test_sessions_remember_what_they_were_given_and_forget_the_oldest() -> None:
     assert s.seen(f"s{MAX_SESSIONS - 1}") == {str(MAX_SESSIONS - 1)}
 
 
+def test_sessions_stay_bounded_and_a_recently_used_one_outlives_older_ones() -> None:
+    s = Sessions()
+    s.add("keep", ["k"])
+    s.add("drop", ["d"])
+    for i in range(3 * MAX_SESSIONS):
+        s.add(f"s{i}", [str(i)])
+        if i % 100 == 0:
+            assert s.seen("keep") == {"k"}   # used again: least recently used is someone else
+        assert len(s._seen) <= MAX_SESSIONS
+    assert len(s._seen) == MAX_SESSIONS
+    assert "drop" not in s._seen and s.seen("keep") == {"k"}
+
+
 def test_saving_from_many_threads_loses_no_state() -> None:
     c = Cursors()
     out: list[str] = []

@@ -299,3 +299,46 @@ def test_an_engine_that_writes_json_is_a_json_search_engine(dispatcher):
     assert isinstance(dispatcher.engine, JsonSearchEngine)
     plain = _Raising(ValueError("x"))
     assert isinstance(plain, SearchEngine) and not isinstance(plain, JsonSearchEngine)
+
+
+def test_an_over_long_session_id_is_invalid_params_naming_the_field_and_the_limit(dispatcher):
+    from ladr_lab.search.request import MAX_SESSION_CHARS
+
+    ok = call(dispatcher, "retrieve", {"query": "attention", "k": 1, "session": "s" * MAX_SESSION_CHARS})
+    assert "result" in ok
+    for sid in ("s" * (MAX_SESSION_CHARS + 1), "s" * (900 * 1024)):
+        err = call(dispatcher, "retrieve", {"query": "attention", "k": 1, "session": sid})["error"]
+        assert err["code"] == -32602
+        assert err["message"] == (f"session must be at most {MAX_SESSION_CHARS} characters "
+                                  f"(limits.maxSessionChars; got {len(sid)})")
+    cursor = call(dispatcher, "retrieve", {"query": "attention", "k": 1})["result"]["nextCursor"]
+    err = call(dispatcher, "retrieve", {"query": "attention", "cursor": cursor, "session": "s" * 1000})["error"]
+    assert err["code"] == -32602 and err["message"].startswith("session ")
+
+
+def test_initialize_reports_the_session_limits(dispatcher):
+    from ladr_lab.search.cursors import MAX_SESSION_IDS, MAX_SESSIONS
+    from ladr_lab.search.request import MAX_SESSION_CHARS, PARAMS_SCHEMA
+
+    limits = call(dispatcher, "initialize")["result"]["capabilities"]["limits"]
+    assert limits == {"maxRequestBytes": 1024 * 1024, "maxBatch": 1000, "maxSessionChars": MAX_SESSION_CHARS,
+                      "maxSessions": MAX_SESSIONS, "maxSessionHits": MAX_SESSION_IDS}
+    assert (MAX_SESSION_CHARS, MAX_SESSIONS, MAX_SESSION_IDS) == (256, 1024, 100_000)
+    assert PARAMS_SCHEMA["properties"]["session"]["maxLength"] == MAX_SESSION_CHARS
+
+
+def test_sessions_past_the_cap_evict_the_least_recently_used_and_a_cursor_still_pages(dispatcher):
+    from ladr_lab.search.cursors import MAX_SESSIONS
+
+    sessions = dispatcher.engine.sessions
+    first = call(dispatcher, "retrieve", {"query": "attention", "k": 1, "session": "old"})["result"]
+    seen_id = first["hits"][0]["id"]
+    for i in range(MAX_SESSIONS + 50):
+        sessions.add(f"n{i}", [str(i)])
+        assert len(sessions._seen) <= MAX_SESSIONS
+    assert len(sessions._seen) == MAX_SESSIONS and "old" not in sessions._seen
+    # the cursor of an evicted session still pages on (never repeating its own pages); the session starts anew
+    second = call(dispatcher, "retrieve", {"query": "attention", "cursor": first["nextCursor"]})["result"]
+    assert second["hits"] and seen_id not in [h["id"] for h in second["hits"]]
+    again = call(dispatcher, "retrieve", {"query": "attention", "k": 1, "session": "old"})["result"]
+    assert again["hits"][0]["id"] == seen_id   # forgotten: the evicted session's first hit may come again

@@ -272,3 +272,12 @@ def test_the_served_index_sees_edits_in_place_at_the_next_request(tmp_path):
             fh.write(json.dumps({"a.md": {"owner": "bob"}}))
         res = c.retrieve("wombatish", k=1, mode="sparse", filter={"field": "owner", "op": "eq", "value": "bob"})
         assert [h["meta"]["owner"] for h in res["hits"]] == ["bob"]
+
+
+def test_the_session_limits_are_the_same_on_both_transports(client):
+    limits = client.initialize()["capabilities"]["limits"]
+    assert (limits["maxSessionChars"], limits["maxSessions"], limits["maxSessionHits"]) == (256, 1024, 100_000)
+    with pytest.raises(RetrieveError) as info:
+        client.retrieve("attention", k=1, session="s" * 257)
+    assert info.value.code == -32602 and "session must be at most 256 characters" in str(info.value)
+    assert client.retrieve("attention", k=1, session="s" * 256)["hits"]
