@@ -161,7 +161,7 @@ def _serve_mcp(a, engine, store, address, token) -> int:
 
     server = build_mcp_server(engine, SlateResources(store))
     if a.stdio:
-        serve_mcp_stdio(server)
+        serve_mcp_stdio(server, max_request_bytes=a.max_request_bytes)
         return 0
     host, port = address
     _say_exposure(host, token, a.allow_host)

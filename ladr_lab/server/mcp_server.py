@@ -20,9 +20,23 @@ from typing import Any
 from ..search.errors import SearchError
 from ..search.pipeline import SearchEngine
 from ..search.request import PARAMS_SCHEMA
-from .protocol import MAX_REQUEST_BYTES, RESOURCE_NOT_FOUND, code_of, to_json, words_of
+from .protocol import (
+    INVALID_REQUEST,
+    MAX_REQUEST_BYTES,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    code_of,
+    error_response,
+    parse_message,
+    to_json,
+    too_large,
+    valid_id,
+    wire_bytes,
+    words_of,
+)
 from .resources import ResourceMissing, ResourceRefused, SlateResources
 from .serving import LOOPBACK_HOSTS, Admission, Serving, accept_backlog, listen, server_class, token_matches
+from .stdio import read_line
 
 __all__ = ["MCP_PATH", "McpHttpServer", "OUTPUT_SCHEMA", "RESOURCE_NOT_FOUND", "TOOL_NAME",
            "build_mcp_server", "call_retrieve", "serve_mcp_stdio"]
@@ -92,6 +106,8 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
             page, nxt = await anyio.to_thread.run_sync(resources.page, cursor)
         except ResourceRefused as exc:
             raise MCPError(code_of(exc), str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a bug is an internal error (-32603), never the SDK's code 0
+            raise MCPError(code_of(exc), f"Internal error: {type(exc).__name__}: {exc}") from None
         return types.ListResourcesResult(
             resources=[types.Resource(uri=f.uri, name=f.path, mime_type=f.mime_type, size=f.size) for f in page],
             next_cursor=nxt)
@@ -104,6 +120,8 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
             raise MCPError(code_of(exc), str(exc)) from None
         except ResourceMissing as exc:
             raise MCPError(code_of(exc), str(exc), {"uri": uri}) from None
+        except Exception as exc:  # noqa: BLE001 - a bug is an internal error (-32603), never the SDK's code 0
+            raise MCPError(code_of(exc), f"Internal error: {type(exc).__name__}: {exc}") from None
         try:
             contents: Any = types.TextResourceContents(uri=uri, mime_type=mime, text=data.decode("utf-8"))
         except UnicodeDecodeError:
@@ -115,16 +133,101 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
                   instructions="Call `retrieve` to search the slates; read a hit's citation.uri for its whole file.")
 
 
-def serve_mcp_stdio(server: Any) -> None:
-    """Serve MCP on standard input and output until standard input ends."""
+def _vet_line(line: bytes) -> dict | None:
+    """The answer owed to a stdio line the SDK would drop unanswered, or None for a line to hand it: -32700 (id
+    null) for a line that is not UTF-8, not JSON, or JSON the SDK's parser refuses (a lone surrogate escape,
+    nesting past its depth limit); -32600 for JSON that is no JSON-RPC message (the id echoed when it has one)."""
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    msg, error = parse_message(line)
+    if error is not None:
+        return error
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        if any(e.get("type") == "json_invalid" for e in exc.errors()):
+            return error_response(None, PARSE_ERROR, f"Parse error: {str(exc.errors()[0].get('msg'))[:200]}")
+        id_ = msg.get("id") if isinstance(msg, dict) and valid_id(msg.get("id")) else None
+        return error_response(id_, INVALID_REQUEST, "Invalid Request: not a JSON-RPC request, notification or "
+                                                      "response of MCP")
+    return None
+
+
+class _Stdout:
+    """Standard output as the SDK's stdio transport writes it, and the one writer of every line on it: the SDK's
+    messages and the answers to lines it never sees go out whole, one at a time, as UTF-8 (`wire_bytes`)."""
+
+    def __init__(self, stream: Any) -> None:
+        import threading
+
+        self.stream = stream
+        self.lock = threading.Lock()
+
+    def _write(self, text: str) -> None:
+        with self.lock:
+            self.stream.write(wire_bytes(text))
+            self.stream.flush()
+
+    async def write(self, text: str) -> None:
+        import anyio
+
+        await anyio.to_thread.run_sync(self._write, text)
+
+    async def flush(self) -> None:
+        return None   # every write is flushed whole
+
+
+class _Stdin:
+    """Standard input as the SDK's stdio transport reads it: only the lines it can take; every other line is
+    answered on standard output here (`_vet_line`; a line over `limit` bytes is -32600 and never kept)."""
+
+    def __init__(self, stream: Any, out: _Stdout, limit: int) -> None:
+        self.stream = stream
+        self.out = out
+        self.limit = limit
+
+    async def __aiter__(self) -> Any:
+        import anyio
+
+        while True:
+            line, too_long = await anyio.to_thread.run_sync(read_line, self.stream, self.limit)
+            if line is None:
+                return
+            answer = too_large(self.limit) if too_long else (_vet_line(line) if line.strip() else None)
+            if answer is not None:
+                await self.out.write(to_json(answer) + "\n")
+            elif line.strip():
+                yield line.decode("utf-8")
+
+
+def serve_mcp_stdio(server: Any, max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
+    """Serve MCP on standard input and output until standard input ends; every line gets an answer (`_Stdin`)."""
+    import sys
+
     import anyio
-    from mcp.server.stdio import stdio_server
+    from mcp.server import stdio
+
+    claim = getattr(stdio, "_claim_fd", None)   # the SDK's: fds 0 and 1 diverted while serving, stray output kept off
+    releases = []
+    if claim is not None:
+        stdin, release_in = claim(0, sys.stdin, "rb", stdio._open_stdin_diversion)
+        stdout, release_out = claim(1, sys.stdout, "wb", stdio._open_stdout_diversion)
+        releases = [r for r in (release_out, release_in) if r is not None]
+    else:
+        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    out = _Stdout(stdout)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio.stdio_server(stdin=_Stdin(stdin, out, max(1, int(max_request_bytes))),  # type: ignore[arg-type]
+                                      stdout=out) as (read, write):  # type: ignore[arg-type]
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        for release in releases:
+            release()
 
 
 class _Guard:

@@ -37,8 +37,8 @@ from .resources import ResourceMissing, ResourceRefused
 
 __all__ = ["Dispatcher", "ERROR_CODES", "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "MAX_BATCH",
            "MAX_REQUEST_BYTES", "METHOD_NOT_FOUND", "Notify", "OPTION_UNSUPPORTED", "PARSE_ERROR", "PROTOCOL_VERSION",
-           "RESOURCE_NOT_FOUND", "SNAPSHOT_GONE", "code_of", "error_response", "to_json", "too_large", "wire_bytes",
-           "wire_safe", "words_of"]
+           "RESOURCE_NOT_FOUND", "SNAPSHOT_GONE", "code_of", "error_response", "parse_message", "to_json", "too_large",
+           "valid_id", "wire_bytes", "wire_safe", "words_of"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -61,6 +61,17 @@ def error_response(id_: Any, code: int, message: str, data: Any = None) -> dict:
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": id_, "error": err}
+
+
+def parse_message(text: str | bytes) -> tuple[Any, dict | None]:
+    """(the parsed message, None), or (None, the -32700 answer) for text that is not UTF-8 or not JSON (or nested
+    past Python's recursion limit). Both faces parse by it (the MCP face's stdio transport in `mcp_server.py`)."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text), None
+    except (ValueError, RecursionError) as exc:
+        return None, error_response(None, PARSE_ERROR, f"Parse error: {str(exc)[:200]}")
 
 
 def too_large(limit: int, size: int | None = None) -> dict:
@@ -102,7 +113,8 @@ def words_of(code: int) -> str:
     return _WORDS.get(code, "error")
 
 
-def _valid_id(value: Any) -> bool:
+def valid_id(value: Any) -> bool:
+    """True for a JSON-RPC id: a string, a finite number or null."""
     # NaN and infinities parse (Python's json accepts them, and 1e400 overflows to inf) but are no JSON
     # number on the wire, so such an id is no id: -32600 with id null.
     if isinstance(value, float):
@@ -158,12 +170,9 @@ class Dispatcher:
         size = _size(text, self.max_request_bytes)
         if size > self.max_request_bytes:
             return to_json(too_large(self.max_request_bytes, size))
-        try:
-            if isinstance(text, bytes):
-                text = text.decode("utf-8")
-            msg = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            return to_json(error_response(None, PARSE_ERROR, f"Parse error: {str(exc)[:200]}"))
+        msg, error = parse_message(text)
+        if error is not None:
+            return to_json(error)
         if self._plain is not None and type(msg) is dict and msg.get("method") == "retrieve":
             answer = self._plain_answer(msg)
             if answer is not None:
@@ -217,7 +226,7 @@ class Dispatcher:
             return error_response(None, INVALID_REQUEST, "Invalid Request: not a JSON-RPC object")
         has_id = "id" in msg
         id_ = msg.get("id")
-        if has_id and not _valid_id(id_):
+        if has_id and not valid_id(id_):
             return error_response(None, INVALID_REQUEST, "Invalid Request: id must be a string, a number or null")
         if msg.get("jsonrpc") != "2.0":
             return error_response(id_, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')

@@ -5,7 +5,9 @@ file by its citation. Only files the slate's own listing shows can be read: the 
 checked by `normalize_rel` (a `..`, an absolute path, a hidden name or a backslash is refused) and located
 in the folder's listing (`Folder.locate`), then read through `resolve_under`, which follows links only
 while they stay inside the folder. A refusal is `ResourceRefused`, a file that is not (or no longer)
-there `ResourceMissing`; the MCP face turns each into its JSON-RPC error.
+there `ResourceMissing`; the MCP face turns each into its JSON-RPC error. A file that changes while it is
+located or read (say, a regular file swapped for a link out of the folder) is one of the two, never another
+exception: whatever `read` meets on the way (PathRefused, OSError) becomes ResourceRefused or ResourceMissing.
 """
 from __future__ import annotations
 
@@ -106,6 +108,8 @@ class SlateResources:
             found = slate.folder(name).locate(rel)
         except PathRefused as exc:
             raise ResourceRefused(f"uri {uri[:80]!r} is refused: {exc}") from None
+        except (OSError, ValueError):   # the listing's rescan met a path changing under it (a file turned link)
+            raise ResourceMissing(f"uri {uri[:80]!r}: the file changed while it was located") from None
         if found is None:
             raise ResourceMissing(f"uri {uri[:80]!r}: slate {title!r} has no such file")
         return title, name, found
@@ -116,15 +120,15 @@ class SlateResources:
         folder_dir = os.path.join(self.store.slate(title).root, name)
         try:
             real = resolve_under(folder_dir, rel)
+            size = os.stat(real).st_size
+            if size > MAX_RESOURCE_BYTES:
+                raise ResourceRefused(f"uri {uri[:80]!r}: the file is {size} bytes, over the limit of "
+                                      f"{MAX_RESOURCE_BYTES}")
+            data = read_regular_file(real)
         except PathRefused as exc:
             raise ResourceRefused(f"uri {uri[:80]!r} is refused: {exc}") from None
-        try:
-            size = os.stat(real).st_size
-        except OSError:
+        except (OSError, ValueError):   # gone, or turned into something else, between the check and the read
             raise ResourceMissing(f"uri {uri[:80]!r}: the file is gone") from None
-        if size > MAX_RESOURCE_BYTES:
-            raise ResourceRefused(f"uri {uri[:80]!r}: the file is {size} bytes, over the limit of {MAX_RESOURCE_BYTES}")
-        data = read_regular_file(real)
         if data is None:
             raise ResourceMissing(f"uri {uri[:80]!r}: the file is gone")
         return data, mime_type(rel)

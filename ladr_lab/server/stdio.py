@@ -14,11 +14,12 @@ from typing import BinaryIO
 
 from .protocol import Dispatcher, to_json, too_large, wire_bytes
 
-__all__ = ["serve_stdio"]
+__all__ = ["read_line", "serve_stdio"]
 
 
-def _read_line(stream: BinaryIO, limit: int) -> tuple[bytes | None, bool]:
-    """The next line (without its newline) and whether it was longer than `limit`; (None, False) at the end."""
+def read_line(stream: BinaryIO, limit: int) -> tuple[bytes | None, bool]:
+    """The next line (without its newline) and whether it was longer than `limit` (then b"", the rest skipped);
+    (None, False) at the end. Both stdio faces read by it (JSON-RPC here, MCP in `mcp_server.py`)."""
     line = stream.readline(limit + 2)   # the message, and its newline (\r\n at most)
     if not line:
         return None, False
@@ -48,7 +49,7 @@ def serve_stdio(dispatcher: Dispatcher, stdin: BinaryIO, stdout: BinaryIO) -> No
             pass  # the client went away; the response write will tell
 
     while True:
-        line, too_long = _read_line(stdin, dispatcher.max_request_bytes)
+        line, too_long = read_line(stdin, dispatcher.max_request_bytes)
         if line is None:
             return
         if too_long:
