@@ -42,7 +42,7 @@ MAX_PIECE_CHARS = 2000
 NUL_PROBE_BYTES = 8192
 SIGNATURE_BYTES = 4096
 MAX_PART_CHARS = 8 << 20  # a record longer than this is indexed in parts even within one read
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"  # 5: a masked index keeps no unmasked header in `files.state` (issue 29)
 LOCK_WAIT_SECONDS = 3600.0  # how long a search waits for another process's refresh of the same index
 _BATCH = 20000
 _MARKER = b"has started episode"
@@ -185,6 +185,8 @@ class RunFileIndex:
         self.masker = masker
         self.warned: set[str] = set()
         try:
+            if path is not None:
+                _create_private(Path(path))
             # several processes may share an index file (the search cache): each waits for the other's write
             self.db = sqlite3.connect("" if path is None else str(path), check_same_thread=False,
                                       isolation_level=None, timeout=LOCK_WAIT_SECONDS)
@@ -193,6 +195,8 @@ class RunFileIndex:
             self.db.execute("PRAGMA synchronous=OFF" if path is None else "PRAGMA journal_mode=TRUNCATE")
             self.db.execute("PRAGMA temp_store=MEMORY")
             self.db.execute("PRAGMA cache_size=-262144")  # 256 MiB: FTS5 merges its segments in the page cache
+            if masker is not None:  # what a masked index drops (an older build's rows) is overwritten, not left free
+                self.db.execute("PRAGMA secure_delete=ON")
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 self._create()
@@ -202,7 +206,7 @@ class RunFileIndex:
                 self.db.execute("ROLLBACK")
                 raise
             self._load()
-        except sqlite3.Error as exc:   # a folder that does not exist, a file that is not an index, a read-only disk
+        except (sqlite3.Error, OSError) as exc:  # a folder that does not exist, a file not an index, a read-only disk
             raise LadrError(f"cannot use {path} as a run-file index: {exc}") from None
 
     def _load(self) -> None:
@@ -321,11 +325,24 @@ class RunFileIndex:
             out[f.rel] = f
         return out
 
+    def _stored_state(self, state: dict) -> str:
+        """A parse state as `files` keeps it: the record's header fields without its first line's message (the
+        record's pieces hold that, masked) and, with masking on, its free-text fields masked."""
+        head = state.get("head")
+        if head is not None:
+            head = {k: v for k, v in head.items() if k != "message"}
+            if self.masker is not None:
+                for k in ("state", "conversation", "agent"):
+                    if isinstance(head.get(k), str):
+                        head[k] = self.masker.mask(head[k])
+            state = {**state, "head": head}
+        return json.dumps(state)
+
     def _save(self, f: _File) -> None:
         self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (f.id, f.rel, f.kind, f.dev, f.ino, f.seen_size, f.mtime, f.ctime, f.offset, f.lines,
-                         json.dumps(f.state), f.head_sig, f.tail_sig, f.tent_offset, f.tent_lines,
-                         json.dumps(f.tent_state), f.nul))
+                         self._stored_state(f.state), f.head_sig, f.tail_sig, f.tent_offset, f.tent_lines,
+                         self._stored_state(f.tent_state), f.nul))
 
     def _drop_rows(self, file_id: int, from_line: int | None = None) -> list[str]:
         """Delete a file's records, pieces and markers (or only its tentative part, whose lines start after
@@ -581,6 +598,7 @@ class RunFileIndex:
         if self.masker is not None:
             text = self.masker.mask(text)
             msg = self.masker.mask(msg) if msg is not None else None
+            conv = self.masker.mask(conv) if conv is not None else None
         episode = self.markers.episode(f.id, part.part_line, ts) if f.records else None
         if kind == NOTE or msg is None:
             # "a note several files record is given once": the copies of one record in .history and .log share
@@ -626,6 +644,19 @@ class RunFileIndex:
             if new != old:
                 updates.append((new, rid))
         self.db.executemany("UPDATE records SET episode = ? WHERE id = ?", updates)
+
+
+def _create_private(path: Path) -> None:
+    """Create the index file `path` readable by its owner only (0600), empty, when it does not exist yet: SQLite
+    gives its journal the database file's mode, so the journal is 0600 too. An existing file keeps its mode."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -171,6 +171,8 @@ class RunFileRetriever:
         ep = parse_episode(episode)
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1 (got {top_k})")
+        if conversation is not None and self.masker is not None:  # the index keeps conversation ids masked
+            conversation = self.masker.mask(conversation)
         with self._lock:
             stats = self.index.refresh()
             warnings = list(stats.warnings)
