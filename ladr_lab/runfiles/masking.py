@@ -34,6 +34,10 @@ _WINDOWS_RE = re.compile(rf"(?<![\w/\\])(?:[A-Za-z]:\\|\\\\[\w.$-]+\\){_PATH_END
 # a relative path with a ".." part (taken from the run folder): "../../home/alice/x", "out/../../x"
 _RELATIVE_RE = re.compile(rf"(?<![\w/.~%:@\\-])(?:[\w.-]+/)*\.\.(?:/{_PATH_END}*{_POSIX_MORE})?(?![\w.-])")
 _TRAILING = ".:!?"
+# an HTTP request path ("GET /api/v1/items?page=7 HTTP/1.1"): the path is the server's, not a local one
+_HTTP_METHOD_BEFORE_RE = re.compile(r"(?<![\w-])(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS|CONNECT|TRACE) +\Z")
+# an SSH key fingerprint: a public hash, neither a path (its base64 may hold "/") nor a secret
+_FINGERPRINT_RE = re.compile(r"\bSHA256:[A-Za-z0-9+/]{43}=?(?![A-Za-z0-9+/=])|\bMD5:(?:[0-9a-fA-F]{2}:){15}[0-9a-fA-F]{2}\b")
 
 
 class PathRedactor:
@@ -64,6 +68,17 @@ class PathRedactor:
         prefix = m.group(0)[:m.start(group) - m.start(0)]
         return prefix + self.replacement + path[len(core):]
 
+    def _posix_sub(self, m: re.Match) -> str:
+        """`_sub` for a POSIX path, leaving an HTTP request path and a fingerprint's base64 alone."""
+        start = m.start()
+        text = m.string
+        if _HTTP_METHOD_BEFORE_RE.search(text, max(0, start - 16), start):
+            return m.group(0)
+        if ("SHA256:" in text or "MD5:" in text) and any(
+                f.start() <= start < f.end() for f in _FINGERPRINT_RE.finditer(text, max(0, start - 60), start + 60)):
+            return m.group(0)
+        return self._sub(m)
+
     def redact(self, text: str) -> str:
         """`text` with every local path outside the folder replaced."""
         if "/" not in text and "\\" not in text:
@@ -73,7 +88,7 @@ class PathRedactor:
         if "\\" in text:
             text = _WINDOWS_RE.sub(self._sub, text)
         if "/" in text or "~" in text:
-            text = _POSIX_RE.sub(self._sub, text)
+            text = _POSIX_RE.sub(self._posix_sub, text)
         return _RELATIVE_RE.sub(self._sub, text) if ".." in text else text
 
 
@@ -89,7 +104,7 @@ _AUTH_HEADER_RE = re.compile(
     rf"""\s+)?)(?!\[masked )({_TOKEN_CHARS}+=*)""")
 _AUTH_RE = re.compile(rf"\b(Bearer|Basic|bearer|basic|BEARER|BASIC)(\s+)(?!\[masked )({_TOKEN_CHARS}{{8,}}=*)")
 # a name (JSON/YAML key, env variable, setting) followed by ":" or "=" and a value; `_secret_name` decides
-_VALUE = r"""(\\?"(?:[^"\\\n]|\\[^"\n])*(?:\\?")?|\\?'[^'\n]*'|[^\s,;"'}\]\\]+(?:\\[^"'][^\s,;"'}\]\\]*)*)"""
+_VALUE = r"""(\\?"(?:[^"\\\n]|\\[^"\n])*(?:\\?")?|\\?'[^'\n]*'|(?:\$\{[^}\s]*\}|[^\s,;"'}\]\\])+(?:\\[^"'][^\s,;"'}\]\\]*)*)"""
 _ASSIGN_RE = re.compile(rf"""(?<![\w.-])(\\?["']?)([A-Za-z_][\w.-]*)\1\s*[:=]\s*(?!\[masked )(?={_VALUE})""")
 # a command-line flag: --password hunter2, --api-key=..., -token x
 _FLAG_RE = re.compile(rf"""(?<![\w-])--?([A-Za-z][\w-]*)(?:=|\s+)(?![-\[])(?={_VALUE})""")
@@ -111,6 +126,11 @@ _NOT_SECRET_TAILS = frozenset((
     "estimate", "expiry", "expires", "expiration", "ttl", "timeout", "name", "names", "prefix", "kind", "mode",
     "format", "env", "var", "header", "field", "index", "hint", "required", "enabled", "set", "id", "ids",
     "strength", "rotation", "version", "source", "provider", "store", "vault", "manager", "hash", "hashed"))
+# a placeholder for a secret, not one: ${DB_PASSWORD}, $DB_PASSWORD, {{ vault_token }}, <your-key>, %(SECRET)s, ***
+# (quoted or not; ${NAME:-default} holds a default value and is hidden whole)
+_PLACEHOLDER_RE = re.compile(
+    r"""(\\?["']?)(?:\$\{[A-Za-z_][\w.]*\}|\$[A-Za-z_]\w*|\{\{[^{}\n]*\}\}|<[^<>\s"']+>|%\([\w.-]+\)[sd]|\*{3,})\1"""
+    r"""(?=$|[\s,;}\]\\])""")
 _NOT_VALUES = frozenset(("true", "false", "null", "none", "nil", "yes", "no", '""', "''", "undefined", "{", "["))
 
 
@@ -252,7 +272,10 @@ class CredentialRedactor:
             for m in matches:
                 last = m.lastindex or 0  # the value is the last group, the name the one before it
                 value = m.group(last)
-                if value.lower() not in _NOT_VALUES and _secret_name(m.group(last - 1), flag):
+                if value.lower() in _NOT_VALUES or _PLACEHOLDER_RE.match(text, m.end()) \
+                        or _FINGERPRINT_RE.match(value.strip("\\\"'")):
+                    continue
+                if _secret_name(m.group(last - 1), flag):
                     spans.append((m.end(), m.end() + len(value)))
         if not spans:
             return text
