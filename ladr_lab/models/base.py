@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["CallInfo", "Completion", "Model", "Recording", "estimate_message_tokens", "estimate_tokens", "system_text", "user_text"]
+__all__ = ["CallInfo", "Completion", "Model", "Recording", "WrappedModel", "estimate_message_tokens", "estimate_tokens",
+           "system_text", "user_text"]
 
 
 @dataclass(frozen=True)
@@ -141,3 +142,34 @@ def user_text(messages: list[dict]) -> str:
 def system_text(messages: list[dict]) -> str:
     """The text of the system messages joined by blank lines."""
     return "\n\n".join(_content_text(m.get("content")) for m in messages or [] if m.get("role") == "system")
+
+
+class WrappedModel:
+    """A model that answers through another (`model`): the rate-limited one, the cached one. It takes the wrapped
+    model's name and concurrency, passes its check on, closes it when it owns it, and answers any other attribute
+    the engine may read (stats, options) from it — but the names in `HIDDEN`, which are the wrapper's own."""
+
+    HIDDEN: tuple[str, ...] = ("model",)
+
+    def __init__(self, model: Any, *, owns: bool = True) -> None:
+        self.model = model
+        self.owns = owns
+        self.name = getattr(model, "name", type(model).__name__)
+        self.max_concurrency = getattr(model, "max_concurrency", 1)
+
+    def check(self) -> None:
+        """The wrapped model's own check before a run (a missing key), when it has one."""
+        check = getattr(self.model, "check", None)
+        if callable(check):
+            check()
+
+    def close(self) -> None:
+        """Close the wrapped model when this wrapper owns it."""
+        if self.owns and callable(getattr(self.model, "close", None)):
+            self.model.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in type(self).HIDDEN:
+            raise AttributeError(name)
+        return getattr(self.model, name)
+

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..cachedir import cache_root
 from ..errors import ModelError
-from .base import CallInfo, Completion
+from .base import CallInfo, Completion, WrappedModel
 
 __all__ = ["CACHE_FILE", "KEY_VERSION", "RESPONSE_CACHE_ENV", "CachedModel", "ResponseCache", "cache_key",
            "cacheable", "default_cache_dir", "key_request", "resolve_cache", "with_cache"]
@@ -235,16 +235,15 @@ class CacheStats:
     stored: int = 0
 
 
-class CachedModel:
+class CachedModel(WrappedModel):
     """A live model whose answers go through a ResponseCache: a stored answer is returned marked `cached`, a miss is
     asked of `model` and its live answer stored. One CachedModel counts identical requests for one run (repeats)."""
 
+    HIDDEN = ("model", "cache_request")      # a cached model is not cached again
+
     def __init__(self, model: Any, cache: ResponseCache, *, owns: bool = True) -> None:
-        self.model = model
+        super().__init__(model, owns=owns)
         self.cache = cache
-        self.owns = owns
-        self.name = getattr(model, "name", type(model).__name__)
-        self.max_concurrency = getattr(model, "max_concurrency", 1)
         self.cache_stats = CacheStats()
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -270,23 +269,6 @@ class CachedModel:
             with self._lock:
                 self.cache_stats.stored += 1
         return comp
-
-    def check(self) -> None:
-        """The wrapped model's own check before a run (a missing key), when it has one."""
-        check = getattr(self.model, "check", None)
-        if callable(check):
-            check()
-
-    def close(self) -> None:
-        """Close the wrapped model when this wrapper owns it (the cache stays open for the process's other runs)."""
-        if self.owns and callable(getattr(self.model, "close", None)):
-            self.model.close()
-
-    def __getattr__(self, name: str) -> Any:
-        # what the engine may read of a model besides the protocol (stats, options) is the wrapped model's
-        if name in ("model", "cache_request"):
-            raise AttributeError(name)
-        return getattr(self.model, name)
 
     def __repr__(self) -> str:
         return f"CachedModel({self.model!r}, {self.cache!r})"

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ModelError
 from ..trace.providers import provider_of
-from .base import CallInfo, Completion
+from .base import CallInfo, Completion, WrappedModel
 
 __all__ = ["LimitedModel", "RateLimiter", "parse_rate", "provider_of"]
 
@@ -90,35 +90,15 @@ class RateLimiter:
         return f"RateLimiter({rates})"
 
 
-class LimitedModel:
+class LimitedModel(WrappedModel):
     """A model that waits for the limiter's token under `key` before passing each call to `model`."""
 
     def __init__(self, model: Any, limiter: Any, key: str, *, owns: bool = True) -> None:
-        self.model = model
+        super().__init__(model, owns=owns)
         self.limiter = limiter
         self.key = key
-        self.owns = owns
-        self.name = getattr(model, "name", type(model).__name__)
-        self.max_concurrency = getattr(model, "max_concurrency", 1)
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
         """Wait for a token, then answer through the wrapped model."""
         self.limiter.acquire(self.key)
         return self.model.complete(messages, call)
-
-    def check(self) -> None:
-        """The wrapped model's own check before a run (a missing key), when it has one."""
-        check = getattr(self.model, "check", None)
-        if callable(check):
-            check()
-
-    def close(self) -> None:
-        """Close the wrapped model when this wrapper owns it."""
-        if self.owns and callable(getattr(self.model, "close", None)):
-            self.model.close()
-
-    def __getattr__(self, name: str) -> Any:
-        # what the engine may read of a model besides the protocol (stats, options) is the wrapped model's
-        if name == "model":
-            raise AttributeError(name)
-        return getattr(self.model, name)
