@@ -145,7 +145,8 @@ def add_parser(sub) -> None:
     p.add_argument("--knob", action="append", default=[], metavar="K=V")
     p.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
     p.add_argument("--isolate-slates", action="store_true",
-                   help="give each row its own copy of every slate the ladder writes to (default: shared)")
+                   help="one ladder, no experiment option: give each row its own copy of every slate the ladder "
+                        "writes to (default there: shared; an experiment copies them per cell, see --share-slates)")
     p.add_argument("--restart", action="store_true", help="run every row again (default: resume, skipping "
                                                           "rows finished with the same ladder and inputs)")
     p.add_argument("--no-retry-errors", action="store_true",

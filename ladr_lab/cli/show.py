@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..trace import RunEnd, RunStart, Trace
+from ..trace import RunEnd, RunStart, Trace, is_being_written
 from .printer import RoundPrinter
 
 __all__ = ["add_parser", "cmd_show"]
@@ -26,7 +26,10 @@ def cmd_show(a) -> int:
     if trace.torn_line is not None:
         print(f"(line {trace.torn_line}, the last, was cut mid-write and is skipped)")
     if not any(isinstance(e, RunEnd) for e in trace.events):
-        print("(the trace has no run_end: the run was cut short)")
+        if isinstance(a.trace, str) and is_being_written(a.trace):
+            print("(the run is still going: its trace is being written; `ladr-lab show` again for more)")
+        else:
+            print("(the trace has no run_end: the run was cut short)")
     return 0
 
 

@@ -26,7 +26,7 @@ from .events import (
     UnknownEvent,
     Write,
 )
-from .recording import ListenerFailure, ListenerWarning, Trace, load_trace
+from .recording import ListenerFailure, ListenerWarning, Trace, is_being_written, load_trace
 from .tables import TABLES
 
 __all__ = [
@@ -51,5 +51,6 @@ __all__ = [
     "Trace",
     "UnknownEvent",
     "Write",
+    "is_being_written",
     "load_trace",
 ]

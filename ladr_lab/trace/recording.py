@@ -56,6 +56,7 @@ class Trace(Displayable):
             Path(sink).parent.mkdir(parents=True, exist_ok=True)
             self._sink = open(sink, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115 - closed by close(); a lone surrogate is written as its JSON escape
             self._own_sink = True
+            _hold_writer_lock(self._sink)
         elif sink is not None:
             self._sink = sink
 
@@ -228,6 +229,37 @@ def _line(event: Event) -> str:
     return json.dumps(event.to_dict(), ensure_ascii=False, default=str) + "\n"
 
 
+def _hold_writer_lock(sink: IO[str]) -> None:
+    """Hold an advisory lock on a trace file while it is written (until closed, or the process ends), so a reader
+    can tell a run still going from one cut short (`is_being_written`). Where there is no `flock`, nothing."""
+    try:
+        import fcntl
+        fcntl.flock(sink.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (ImportError, OSError):   # no fcntl (Windows), a file system without locks, or a second writer
+        pass
+
+
+def is_being_written(path: str | Path) -> bool:
+    """True when a live run (this process or another) still holds the trace file open for writing: its missing
+    `run_end` then means "not yet", not "cut short". False where locks cannot be told (no `flock`)."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
+
+
 def load_trace(path: str | Path) -> Trace:
     """Read a JSONL trace file back into a Trace of typed events (blank lines skipped); raises TraceError,
     naming the file and line, when it cannot be read or a line is not a JSON object. A last line cut mid-write
@@ -264,4 +296,4 @@ def load_trace(path: str | Path) -> Trace:
     return t
 
 
-__all__ = ["TABLES", "ListenerFailure", "ListenerWarning", "Trace", "load_trace"]
+__all__ = ["TABLES", "ListenerFailure", "ListenerWarning", "Trace", "is_being_written", "load_trace"]

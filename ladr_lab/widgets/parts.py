@@ -24,7 +24,8 @@ CHUNK = 20_000       # characters a PagedText adds at a time
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"    # the live widget's MIME type
 
 # A few rules for the views' own parts (a <style> in an HTML widget applies to the page, also while that widget
-# is hidden): ipywidgets gives HTML content the line height of a button row (28px), which spreads text out.
+# is hidden): ipywidgets gives HTML content the line height of a button row (28px), which spreads text out, and
+# sizes every tab title to 144px (`--jp-widgets-horizontal-tab-width`), which cuts "Diff · small vs tight".
 STYLE = """<style>
 .ladr-widget .widget-html-content { line-height: 1.45; }
 .ladr-widget .widget-html, .ladr-widget .widget-html-content { margin-top: 0; margin-bottom: 0; }
@@ -32,6 +33,7 @@ STYLE = """<style>
 .ladr-widget .ladr-fold-head .widget-html-content { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .ladr-widget .ladr-scroll { max-height: 32em; overflow: auto; }
 .ladr-widget table td, .ladr-widget table th { line-height: 1.35; }
+.ladr-widget .lm-TabBar-tab, .ladr-widget .p-TabBar-tab { flex: 0 0 auto; max-width: none; min-width: 0; }
 </style>"""
 
 

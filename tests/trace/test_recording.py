@@ -196,3 +196,38 @@ def test_a_last_line_cut_mid_write_is_skipped_and_said_the_rest_is_read(tmp_path
         assert main(["show", str(cut)]) == 0
     assert "(line 4, the last, was cut mid-write and is skipped)" in out.getvalue()
     assert "the run was cut short" in out.getvalue()
+
+_LADDER_FOR_SHOW = """\
+name: show-live
+steps:
+  - id: answer
+    fields:
+      - { name: Question, type: text, from: input.context }
+"""
+
+
+def test_show_tells_a_run_still_going_from_one_cut_short(tmp_path):
+    """A trace whose writer still holds it open (a run in progress, here in this process) is "still going"; once its
+    writer closed it (or died) without a run_end, it was "cut short"."""
+    import contextlib
+
+    from ladr_lab.cli import main
+    from ladr_lab.config import load_ladder_text
+    from ladr_lab.trace import is_being_written
+
+    path = tmp_path / "live.jsonl"
+    run = Run(load_ladder_text(_LADDER_FOR_SHOW), model=ScriptedModel({"*": ["done"]}), input="q", trace_out=path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["show", str(path)]) == 0
+    assert is_being_written(path)
+    assert "the run is still going" in out.getvalue() and "cut short" not in out.getvalue()
+    run.run()
+    run.trace.close()
+    assert not is_being_written(path)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]), encoding="utf-8")   # the run_end gone, nobody writing: cut short
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["show", str(path)]) == 0
+    assert "the run was cut short" in out.getvalue() and "still going" not in out.getvalue()
