@@ -157,10 +157,12 @@ def rejudging_html(r: Rejudging, max_rows: int = ROWS) -> str:
 
 
 def verdict_badge(verdict: str | None) -> Html:
-    """A tuning verdict as a badge: request (blue), answer (green), or "-" when the variant does not judge it."""
+    """A tuning verdict as a badge: request (blue), answer (green), no_match (orange: a request that fetches
+    nothing), or "-" when the variant does not judge it."""
     if verdict is None:
         return note("-")
-    return badge(verdict, COLORS["retrieval"] if verdict == "request" else COLORS["final"], cls=f"ladr-{verdict}")
+    color = {"request": COLORS["retrieval"], "no_match": COLORS["no_match"]}.get(verdict, COLORS["final"])
+    return badge(verdict, color, cls=f"ladr-{verdict}")
 
 
 def _num(x: float) -> str:

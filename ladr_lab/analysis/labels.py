@@ -150,20 +150,29 @@ def load_labels(path: str | Path) -> dict[Key, str]:
         return _from_records(list(csv.DictReader(fh)), f"labels file {path}")
 
 
-def save_labels(labels: Any, path: str | Path) -> Path:
-    """Write labels (anything `to_labels` takes, or a SchemaTuning's `labels`) to a CSV file, atomically
-    (a temporary file renamed over it), sorted by row, step, iteration, node and round."""
-    got = to_labels(getattr(labels, "labels", labels))
+def save_label_sheet(entries: Iterable[tuple[Key, str | None, Mapping[str, Any]]], path: str | Path) -> Path:
+    """Write a sheet to label by hand: one CSV line per (key, label or None, extra columns) in the given order,
+    `label` blank where there is none yet, the extra columns (what was recorded, the output) after it; `load_labels`
+    reads it back (blank labels are skipped, extra columns ignored). Written atomically."""
+    rows = [(key, label, dict(extra)) for key, label, extra in entries]
+    extras: list[str] = []
+    for _, _, extra in rows:
+        extras += [c for c in extra if c not in extras and c not in CSV_COLUMNS]
+    return _write_csv(path, [*CSV_COLUMNS, *extras],
+                      ([row, step, node, round_, iteration, label or "", *(extra.get(c, "") for c in extras)]
+                       for (row, step, node, round_, iteration), label, extra in rows))
+
+
+def _write_csv(path: str | Path, header: list[str], lines: Iterable[list[Any]]) -> Path:
+    """A CSV file written atomically (a temporary file renamed over it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
             out = csv.writer(fh)
-            out.writerow(CSV_COLUMNS)
-            for (row, step, node, round_, iteration), label in sorted(
-                    got.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][4], kv[0][2], kv[0][3])):
-                out.writerow([row, step, node, round_, iteration, label])
+            out.writerow(header)
+            out.writerows(lines)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -171,5 +180,14 @@ def save_labels(labels: Any, path: str | Path) -> Path:
     return path
 
 
-__all__ = ["ANSWER", "CSV_COLUMNS", "REQUEST", "Key", "input_labels", "load_labels", "save_labels", "to_label",
-           "to_labels"]
+def save_labels(labels: Any, path: str | Path) -> Path:
+    """Write labels (anything `to_labels` takes, or a SchemaTuning's `labels`) to a CSV file, atomically
+    (a temporary file renamed over it), sorted by row, step, iteration, node and round."""
+    got = to_labels(getattr(labels, "labels", labels))
+    return _write_csv(path, list(CSV_COLUMNS),
+                      ([row, step, node, round_, iteration, label] for (row, step, node, round_, iteration), label
+                       in sorted(got.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][4], kv[0][2], kv[0][3]))))
+
+
+__all__ = ["ANSWER", "CSV_COLUMNS", "REQUEST", "Key", "input_labels", "load_labels", "save_label_sheet", "save_labels",
+           "to_label", "to_labels"]

@@ -8,8 +8,10 @@ From traces (each finding names the step, the calls that show it and a fix):
   mode (the same looseness, seen at the end);
 - `request-never-matches`: request-like JSON (a `request` key or a mode name) that failed requestMatch:
   the model tries to retrieve and the schema refuses it;
+- `request-copies-example`: a retrieval round that asked only for paths the step's systemPrompt shows (its
+  example's placeholder, `folder/note.md`) and that are not in the slate: the model copied the example;
 - `rounds-nothing-new`: a retrieval round in which every entry was already in context, not found or
-  matched nothing;
+  matched nothing (other than the round above);
 - `max-rounds-low`: forced final calls (the budget of rounds ran out; more so when the forced output
   was still a request), except those after a `final-taken-as-request` or `rounds-nothing-new` round of the
   same execution: those findings explain them (their message counts them), and more rounds would be wasted too;
@@ -236,6 +238,10 @@ class _TraceLint:
         if no_mode:
             self.ev[("final-taken-as-request", step_id)].append(_evidence(label, c))
             return "final-taken-as-request"
+        copied = _copied_example_paths(c)
+        if copied:
+            self.ev[("request-copies-example", step_id)].append({**_evidence(label, c), "paths": copied})
+            return "request-copies-example"
         if fetched and all(f.status in NOTHING_NEW for f in fetched):
             self.ev[("rounds-nothing-new", step_id)].append(
                 {**_evidence(label, c), "statuses": sorted({f.status for f in fetched})})
@@ -283,6 +289,16 @@ class _TraceLint:
                                    f"{how}", f"loosen requestMatch at {j.schema_path or '/'} (`{j.keyword}`: "
                                    f"{j.message}) or show the exact request shape in the systemPrompt",
                                    [e for e, _ in misses]))
+            got = self.ev.get(("request-copies-example", sid))
+            if got:
+                paths = sorted({p for e in got for p in e["paths"]})
+                shown = ", ".join(f"`{p}`" for p in paths[:3])
+                out.append(Finding("request-copies-example", "warning", sid,
+                                   f"{len(got)} retrieval round(s) asked only for {shown}, which the systemPrompt "
+                                   "shows as its example and which is not in the slate: the model copies the "
+                                   "example instead of choosing from the listing"
+                                   + _forced_note(self.ev, "request-copies-example", sid),
+                                   FIXES["request-copies-example"].format(path=paths[0]), got))
             got = self.ev.get(("rounds-nothing-new", sid))
             if got:
                 out.append(Finding("rounds-nothing-new", "warning", sid,
@@ -318,6 +334,29 @@ class _TraceLint:
             if lc:
                 f.line, f.column = lc
         return out
+
+
+def _copied_example_paths(c: LlmCall) -> list[str]:
+    """The paths of a round that asked only for paths its systemPrompt shows and that were not found (a model
+    copying the prompt's placeholder, `folder/note.md`); empty when any entry was anything else."""
+    system = next((m.get("content") for m in c.messages if m.get("role") == "system"), None)
+    entries = [f for f in (c.fetched or ()) if f.mode in ("files", "subfolders")]
+    if not isinstance(system, str) or not entries or len(entries) != len(c.fetched or ()):
+        return []
+    paths = []
+    for f in entries:
+        asked = (f.asked or f.path).strip()
+        shown = {asked, f.path, asked.lstrip("./").rstrip("/")} - {""}
+        if f.status != "not_found" or not any(_in_prompt(p, system) for p in shown):
+            return []
+        paths.append(f.path or asked)
+    return paths
+
+
+def _in_prompt(path: str, text: str) -> bool:
+    """True when `path` stands in `text` as a path of its own (not part of a longer one)."""
+    import re
+    return re.search(r"(?<![\w./-])" + re.escape(path) + r"(?![\w/-]|\.\w)", text) is not None
 
 
 def _forced_note(ev: dict, code: str, sid: str) -> str:

@@ -4,8 +4,9 @@ registry of their own (docs/config.md), so they are located, coded and reported 
 - `loose-request-match`: a requestMatch that accepts `{}` or a final-looking object, so a final answer
   written as JSON would be taken as a retrieval request ("Use required: [request] and a structured
   request object to keep the schemas distinct").
-- `no-index-field`: a retrieve step without a field reading the `index` (or `tree`) of the folder it
-  retrieves from ("Always include at least metatag: index as a field on a retrieve step").
+- `no-index-field`: a retrieve step without a field listing the folder it retrieves from: its `index` or `tree`
+  ("Always include at least metatag: index as a field on a retrieve step"), or a listing of a file metatag
+  (`metatag: summary`), which names each file that has it and so shows the model paths it can ask for.
 - `max-rounds-high`: maxRounds above 10 ("For most use cases, 3-5 rounds is plenty").
 - `prompt-example-unmatched`: a request the systemPrompt shows (every outermost JSON object in it that names
   `request` or a retrieval mode) that requestMatch refuses: the model copies the example, and its request
@@ -39,6 +40,9 @@ FIXES = {
     "max-rounds-high": "lower retrieve.maxRounds to 3-5; each round is one model call per node",
     "prompt-example-unmatched": "make the systemPrompt's example match requestMatch (or loosen requestMatch "
                                 "where it refuses it): the model writes what the prompt shows",
+    "request-copies-example": "make the systemPrompt's example name a real file of the slate (one the listing "
+                              "shows) instead of `{path}`, or write it as a placeholder the model must fill "
+                              '(`{{"files": ["<a path from the listing>"]}}`) and say to choose from the listing',
     "fan-out-cost": "control nodes with a knob, lower maxRounds, or set executionBudget.maxLlmCalls to the "
                     "cost you accept",
 }
@@ -87,9 +91,13 @@ def _loose(site: Site) -> Iterator[ConfigError]:
 
 
 def _reads_index(fld, slate: str, folder: str) -> bool:
+    """True for a field that lists the folder's files by path: its `index` or `tree`, or a listing of a file
+    metatag (`metatag: summary` shows `{file, value}` for each file that has it: a learner's Files field)."""
     src = fld.get("from") if isinstance(fld, dict) else None
-    return isinstance(src, dict) and src.get("metatag") in FOLDER_LEVEL and src.get("slate") == slate \
-        and src.get("folder") == folder
+    if not (isinstance(src, dict) and src.get("slate") == slate and src.get("folder") == folder):
+        return False
+    name = src.get("metatag")
+    return name in FOLDER_LEVEL or (isinstance(name, str) and bool(name) and "file" not in src)
 
 
 @rule("step", "no-index-field", registry=_OWN)
@@ -100,8 +108,9 @@ def _no_index(site: Site) -> Iterator[ConfigError]:
         return
     fields = site.raw.get("fields") if isinstance(site.raw.get("fields"), list) else []
     if not any(_reads_index(f, str(to.get("slate")), str(to.get("folder"))) for f in fields):
-        yield problem(f'a retrieve step without a field reading the index or tree of {to.get("slate")}/'
-                      f'{to.get("folder")}: the model cannot see what exists, so its requests are blind guesses',
+        yield problem(f'a retrieve step without a field listing {to.get("slate")}/{to.get("folder")} (its index or '
+                      'tree, or a metatag listing): the model cannot see what exists, so its requests are blind '
+                      'guesses',
                       at=("retrieve",), severity="warning")
 
 

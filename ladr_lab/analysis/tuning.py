@@ -24,11 +24,19 @@ from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import LadrError
 from ..round.verdict import Judge, extraction
+from ..round.vocabulary import MODES
 from ..trace import LlmCall, RunStart, Trace
 from .edits import Edits
-from .labels import ANSWER, REQUEST, Key, input_labels, to_label, to_labels
+from .labels import ANSWER, REQUEST, Key, input_labels, save_label_sheet, to_label, to_labels
 
 RECORDED = "recorded"
+# the third verdict: JSON that matches requestMatch and names no retrieval mode (a bare array, `{"note": ...}`): the
+# runtime takes it as a request, and the round fetches nothing (`trace rejudge` shows it as `(request) (no_match)`)
+NO_MATCH = "no_match"
+NO_LABELS_HINT = ("no labels yet, so no precision or recall: label each output request or answer — "
+                  "`ladr-lab trace tune ... --write-labels labels.csv` writes every output with a blank label column "
+                  "to fill in, then `--labels labels.csv` (in Python: tuning.save_label_sheet(path), labels=path; or "
+                  "click them in the TuningView; or give the inputs a `labels` column)")
 COLUMNS = ("variant", "row", "step", "node", "round", "iteration", "forced", "output", "verdict", "label", "correct",
            "keyword", "schema_path", "instance_path", "extraction", "reason")
 SCORE_COLUMNS = ("variant", "outputs", "judged", "labelled", "requests", "tp", "fp", "fn", "tn", "precision",
@@ -131,9 +139,15 @@ def iter_sources(source: Any) -> list[tuple[str, Trace]]:
     return out
 
 
+def _names_mode(request: Any) -> bool:
+    """Whether a matched request object names a retrieval mode (else the round fetches nothing)."""
+    return isinstance(request, Mapping) and any(m in request for m in MODES)
+
+
 def _recorded(e: LlmCall) -> Judged:
     j = e.verdict
-    return Judged(REQUEST if e.request_match == "retrieval" else ANSWER,
+    retrieval = e.request_match == "retrieval"
+    return Judged((REQUEST if _names_mode(e.request) else NO_MATCH) if retrieval else ANSWER,
                    j.keyword if j is not None else None, j.schema_path if j is not None else None,
                    j.instance_path if j is not None else None, j.extraction if j is not None else None,
                    e.reason or "")
@@ -186,7 +200,8 @@ def _edits(name: str, value: Any, step: str | None, steps: list[str]) -> Edits:
     target = step or (steps[0] if len(steps) == 1 else None)
     if target is None:
         raise LadrError(f"variant {name!r} is one schema, and these traces have "
-                        + (f"the retrieve steps {', '.join(steps)}: give step=... or {{step_id: schema}}"
+                        + (f"the retrieve steps {', '.join(steps)}: say which (step=\"ID\" in Python, --step ID on "
+                           f"the command line) or give {{step_id: schema}}"
                            if steps else "no retrieve rounds: nothing to judge it against"))
     return Edits({target: value})
 
@@ -215,8 +230,13 @@ class _Judging:
             valid = self.judge.matches("requestMatch", schema, o.output, True)
             v = self.judge.request(schema, o.output, valid=valid)
             j = v.judgement
-            got = Judged(REQUEST if v.is_request else ANSWER, j.keyword, j.schema_path, j.instance_path,
-                          j.extraction, v.reason)
+            verdict, reason = ANSWER, v.reason
+            if v.is_request:
+                verdict = REQUEST if _names_mode(v.request) else NO_MATCH
+                if verdict == NO_MATCH:
+                    reason += ("; it names no retrieval mode, so the round would fetch nothing (no_match): "
+                               "a request only if the label says answer is wrong, never a useful one")
+            got = Judged(verdict, j.keyword, j.schema_path, j.instance_path, j.extraction, reason)
         self.seen[(o.step, o.output)] = got
         return got
 
@@ -265,6 +285,13 @@ class SchemaTuning(Displayable):
         else:
             self.labels[key] = got
 
+    def save_label_sheet(self, path: str | Path) -> Path:
+        """Write every output to a CSV to label by hand (row, step, node, round, iteration, label — blank where
+        unlabelled —, what the run decided, the output); fill the label column with request or answer and read
+        it back with `labels=PATH` (`--labels PATH`)."""
+        return save_label_sheet(((o.key, self.label_of(o), {"recorded": o.recorded.verdict, "output": o.output})
+                                 for o in self.outputs), path)
+
     def _check(self, variant: str) -> None:
         if variant not in self.verdicts:
             raise LadrError(f"no variant {variant!r}: the variants are {', '.join(self.verdicts)}")
@@ -287,7 +314,8 @@ class SchemaTuning(Displayable):
 
     def table(self, variant: str | None = None):
         """A pandas DataFrame with one row per (variant, output): where the output is, `forced`, the output, the
-        `verdict` ("request" / "answer"; None where the variant does not judge the step), `label` ("" when
+        `verdict` ("request" / "answer", or "no_match": taken as a request that names no mode and fetches nothing;
+        None where the variant does not judge the step), `label` ("" when
         unlabelled), `correct` (None when unlabelled), and why (`keyword`, `schema_path`, `instance_path` of a
         failed match, `extraction`, `reason`)."""
         import pandas as pd
@@ -302,13 +330,16 @@ class SchemaTuning(Displayable):
                 if v.verdict is None:
                     continue
                 judged += 1
-                requests += v.verdict == REQUEST
+                requests += v.verdict in (REQUEST, NO_MATCH)
                 label = self.label_of(o)
                 if label is None:
                     continue
                 labelled += 1
                 if v.verdict == REQUEST:
                     tp, fp = (tp + 1, fp) if label == REQUEST else (tp, fp + 1)
+                elif v.verdict == NO_MATCH:
+                    # taken as a request that fetches nothing: an answer lost (fp), or a request that fails (fn)
+                    fn, fp = (fn + 1, fp) if label == REQUEST else (fn, fp + 1)
                 else:
                     fn, tn = (fn + 1, tn) if label == REQUEST else (fn, tn + 1)
             precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
@@ -320,8 +351,8 @@ class SchemaTuning(Displayable):
         return out
 
     def scores(self):
-        """A pandas DataFrame with one row per variant: outputs, judged, labelled, requests (judged a request,
-        labelled or not), tp / fp / fn / tn of request detection on the labelled outputs, precision, recall, f1
+        """A pandas DataFrame with one row per variant: outputs, judged, labelled, requests (taken as a request,
+        labelled or not, "no_match" ones included), tp / fp / fn / tn of request detection on the labelled outputs, precision, recall, f1
         and accuracy (NaN when undefined: precision when the variant judged no labelled output a request, recall
         when no output is labelled a request)."""
         import pandas as pd
@@ -368,6 +399,8 @@ class SchemaTuning(Displayable):
             return "-" if math.isnan(x) else f"{x:.2f}"
         lines = [f"{len(self.outputs)} output(s) of retrieve rounds, {len(self.labels)} label(s)"
                  + (f" ({len(self.stray_labels)} naming no recorded output)" if self.stray_labels else "")]
+        if not self.labels and self.outputs:
+            lines.append(NO_LABELS_HINT)
         width = max([len(n) for n in self.variants] + [7])
         lines.append(f"{'variant':<{width}}  requests  tp  fp  fn  tn  precision  recall    f1  accuracy")
         for s in self.score_rows():
@@ -422,5 +455,5 @@ def tune_request_match(source: Any, variants: Mapping[str, Any], *, labels: Any 
     return SchemaTuning(outputs, verdicts, got)
 
 
-__all__ = ["COLUMNS", "RECORDED", "SCORE_COLUMNS", "Judged", "RoundOutput", "SchemaTuning", "collect_outputs",
+__all__ = ["COLUMNS", "NO_LABELS_HINT", "NO_MATCH", "RECORDED", "SCORE_COLUMNS", "Judged", "RoundOutput", "SchemaTuning", "collect_outputs",
            "iter_sources", "tune_request_match"]

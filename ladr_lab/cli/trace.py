@@ -143,6 +143,9 @@ def cmd_tune(a) -> int:
         elif a.of:
             raise LadrError(f"--of names a variant of an experiment folder (one holding {MANIFEST})")
         tuning = tune_request_match(source, variants, labels=a.labels, step=a.step)
+        if a.write_labels:
+            print(f"wrote {len(tuning.outputs)} output(s) to label to {tuning.save_label_sheet(a.write_labels)} "
+                  "(fill the label column with request or answer; then --labels FILE)", file=sys.stderr)
         if a.json:
             scores = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
                       for r in tuning.score_rows()]
@@ -198,6 +201,8 @@ def add_parser(sub) -> None:
                    help="a requestMatch schema (.json or .yaml) or an edited ladder; repeat for each variant")
     u.add_argument("--labels", metavar="FILE.csv", help="labels: row, step, round[, node], label (request|answer)")
     u.add_argument("--step", metavar="ID", help="only this retrieve step's rounds")
+    u.add_argument("--write-labels", metavar="FILE.csv",
+                   help="also write every output to FILE.csv with its label (blank where none) to fill in by hand")
     u.add_argument("--wrong", metavar="NAME", help="also list the labelled outputs variant NAME gets wrong")
     u.add_argument("--json", action="store_true", help="print the scores as JSON")
     u.set_defaults(fn=cmd_tune)

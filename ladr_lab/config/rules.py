@@ -121,7 +121,7 @@ CODES: dict[str, Code] = {
     "undeclared-knob": Code("(warning) a knob given at run time that knobs: does not declare"),
     # lint only (ladr_lab.analysis.lint_rules: `ladr-lab lint`, not `validate`)
     "loose-request-match": Code("(lint) a requestMatch that accepts {} or a final-looking object"),
-    "no-index-field": Code("(lint) a retrieve step without a field reading its folder's index or tree", at_key=True),
+    "no-index-field": Code("(lint) a retrieve step without a field listing its folder (index, tree, or a metatag listing)", at_key=True),
     "max-rounds-high": Code("(lint) retrieve.maxRounds above 10"),
     "prompt-example-unmatched": Code("(lint) a request example in the systemPrompt that requestMatch refuses"),
     "listing-hides-files": Code("(lint) listing fields that show no file the model could ask for (only `index` "

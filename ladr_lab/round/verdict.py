@@ -155,6 +155,12 @@ def judge_extraction(ext: Extraction, schema: dict, valid: bool | None = None, e
     for holder in (obj, req):
         if isinstance(holder, dict) and isinstance(holder.get("topK"), int) and not isinstance(holder.get("topK"), bool):
             top_k = holder["topK"]
+    if not isinstance(obj, dict):
+        # an array or a scalar the schema allows: taken as a request, which names no mode and so fetches nothing
+        kind = "a JSON array" if isinstance(obj, list) else "a JSON value that is no object"
+        return Verdict(True, {}, top_k, f"JSON found ({ext.method}) and it matches requestMatch ({kind}: it names "
+                       "no retrieval mode, so the round fetches nothing)",
+                       Judgement(test="requestMatch", matched=True, extraction=ext.method, form="bare"), ext.value)
     if not isinstance(req, dict):
         req = {}
     form = "wrapped" if req is not obj else "bare"

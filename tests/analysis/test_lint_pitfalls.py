@@ -86,6 +86,17 @@ def test_a_retrieve_step_without_index_field(tmp_path):
     assert lint(write(tmp_path, ladder_text({"index": tree}))).findings == []
 
 
+def test_a_metatag_listing_names_the_files_so_it_counts_as_a_listing(tmp_path):
+    """issue 31: a `metatag: summary` field shows `{file, value}` for each file (the 1.5B picked the right note from
+    it), so it is a listing; one file read by name (`file:`) or a listing of another folder is not."""
+    summary = INDEX.replace("FileIndex", "Files").replace("metatag: index", "metatag: summary")
+    assert lint(write(tmp_path, ladder_text({"index": summary}))).findings == []
+    one_file = INDEX.replace("metatag: index", "file: core.md")
+    assert codes(lint(write(tmp_path, ladder_text({"index": one_file})))) == ["no-index-field"]
+    other = INDEX.replace("folder: docs", "folder: private")
+    assert "no-index-field" in codes(lint(write(tmp_path, ladder_text({"index": other}))))
+
+
 def test_max_rounds_high_and_fan_out_cost(tmp_path):
     report = lint(write(tmp_path, ladder_text({"rounds": 20}, {"id": "fan", "nodes": 5, "rounds": 4},
                                               budget="{ maxLlmCalls: 24 }")))
@@ -224,3 +235,32 @@ def test_a_listing_that_shows_only_subfolders(tmp_path):
     assert lint(browse, slates={"Knowledge": root}).by_code("listing-hides-files") == []
     (root / "docs" / "top.md").write_text("x")                         # a file index does show
     assert lint(path, slates={"Knowledge": root}).by_code("listing-hides-files") == []
+
+
+# issue 31: the 0.5B asked three times for `folder/note.md`, the placeholder of the teacher's own systemPrompt
+@pytest.mark.parametrize("asked", ["folder/note.md", "./folder/note.md", "folder/note.md/"])
+def test_requests_that_copy_the_prompts_example_path_are_named_with_that_fix(tmp_path, slates, asked):
+    prompt = 'Reply with only this JSON to read files, for example {"request": {"files": ["folder/note.md"]}}'
+    text = ladder_text({"rounds": 2}).replace("    retrieve:\n", f"    systemPrompt: '{prompt}'\n    retrieve:\n", 1)
+    t = traced(tmp_path, slates, text, {"research": [req(asked), req(asked), req(asked)]})
+    report = lint(write(tmp_path, text), [t])
+    (f,) = report.by_code("request-copies-example")
+    assert [e["round"] for e in f.evidence] == [1, 2] and f.evidence[0]["paths"] == ["folder/note.md"]
+    assert "`folder/note.md`" in f.message and "not in the slate" in f.message
+    assert "real file of the slate" in f.fix and "`folder/note.md`" in f.fix
+    # the rounds are explained by the copied example: not also "show FileIndex / FolderTree" (already shown),
+    # nor "raise maxRounds" for the forced final they led to
+    assert report.by_code("rounds-nothing-new") == [] and report.by_code("max-rounds-low") == []
+    assert "1 forced final call(s) follow" in f.message
+
+
+def test_a_missing_path_the_prompt_does_not_show_is_no_copied_example(tmp_path, slates):
+    prompt = 'For example {"request": {"files": ["folder/note.md"]}}'
+    text = ladder_text({}).replace("    retrieve:\n", f"    systemPrompt: '{prompt}'\n    retrieve:\n", 1)
+    # `note.md` is part of the example's path, not the example's path: not found, but not copied
+    t = traced(tmp_path, slates, text, {"research": [req("note.md"), "done"]})
+    report = lint(write(tmp_path, text), [t])
+    assert report.by_code("request-copies-example") == [] and "rounds-nothing-new" in codes(report)
+    # a round that also fetched a real file is not a copy of the example
+    t2 = traced(tmp_path, slates, text, {"research": [req("folder/note.md", "core.md"), "done"]}, "b.jsonl")
+    assert lint(write(tmp_path, text), [t2]).by_code("request-copies-example") == []

@@ -91,7 +91,9 @@ def test_precision_and_recall_per_variant_are_the_ones_counted_by_hand(ev):
 def test_wrong_names_the_outputs_a_variant_misjudges_and_why(ev):
     t = tune_request_match(ev, VARIANTS)
     loose = t.wrong("loose")
-    assert loose[["row", "round", "verdict", "label"]].values.tolist() == [["r2", 1, "request", "answer"]]
+    # r2's `{"answer": "42"}` matches the loose schema and names no mode: a request that fetches nothing
+    assert loose[["row", "round", "verdict", "label"]].values.tolist() == [["r2", 1, "no_match", "answer"]]
+    assert "names no retrieval mode, so the round would fetch nothing (no_match)" in loose.reason.iloc[0]
     tight = t.wrong("tight")
     assert tight[["row", "round"]].values.tolist() == [["r1", 1], ["r3", 1]]
     assert set(tight.keyword) == {"required"} and set(tight.schema_path) == {""}
@@ -108,7 +110,7 @@ def test_the_table_is_long_ordered_and_complete(ev):
     df = t.table()
     assert len(df) == 4 * 6 and list(df.variant.unique()) == [RECORDED, "strict", "loose", "tight"]
     one = t.table("loose")
-    assert one.verdict.tolist() == ["request", "answer", "request", "request", "answer", "request"]
+    assert one.verdict.tolist() == ["request", "answer", "no_match", "request", "answer", "request"]
     assert one.correct.tolist() == [True, True, False, True, True, True]
     assert one.output.iloc[3] == '{"files": ["faq.md"]}' and not one.forced.any()
     assert one.label.tolist() == ["request", "answer", "answer", "request", "answer", "request"]
@@ -121,7 +123,7 @@ def test_disagreements_list_the_outputs_the_variants_judge_differently(ev):
     d = t.disagreements()
     # the prose answers (r1/2, r3/2) are answers for all three; every other output splits them
     assert d[["row", "round"]].values.tolist() == [["r1", 1], ["r2", 1], ["r3", 1], ["r4", 1]]
-    assert d.loc[d.row == "r2", ["strict", "loose", "tight"]].values.tolist() == [["answer", "request", "answer"]]
+    assert d.loc[d.row == "r2", ["strict", "loose", "tight"]].values.tolist() == [["answer", "no_match", "answer"]]
     # with one variant given, it is compared with what the run decided
     solo = tune_request_match(ev, {"loose": LOOSE})
     assert solo.compared() == [RECORDED, "loose"]
@@ -213,7 +215,8 @@ def test_a_labels_list_with_two_retrieve_steps_and_a_bare_schema_are_ambiguous(l
     run = Run(two, model=ScriptedModel(["done", "done"]), inputs={"context": "q", "labels": '["answer"]'},
               slates=slates)
     run.run()
-    with pytest.raises(LadrError, match=r"variant 'loose' is one schema.*retrieve steps check, research: give step"):
+    with pytest.raises(LadrError, match=r"variant 'loose' is one schema.*retrieve steps check, research: say which \(step=\"ID\" in Python, "
+                                         r"--step ID on the command line\)"):
         tune_request_match([run.trace], {"loose": LOOSE}, labels={})
     with pytest.raises(LadrError, match="row 1: a list of labels is for one retrieve step.*check, research"):
         tune_request_match([run.trace], {"loose": {"research": LOOSE}})
@@ -258,7 +261,9 @@ def test_set_label_changes_the_scores_without_judging_again(ev):
     t = tune_request_match(ev, VARIANTS)
     before = t.verdicts["loose"]
     t.set_label("r2", "research", 1, "request")
-    assert score(t, "loose")["fp"] == 0 and score(t, "loose")["tp"] == 4 and t.verdicts["loose"] is before
+    # relabelled a request, r2's JSON still fetches nothing under loose (no_match): a missed request, not a hit
+    assert (score(t, "loose")["fp"], score(t, "loose")["tp"], score(t, "loose")["fn"]) == (0, 3, 1)
+    assert t.verdicts["loose"] is before
     t.set_label("r2", "research", 1, None)
     assert score(t, "loose")["labelled"] == 5
     t.set_label("r9", "research", 1, "answer")
@@ -328,7 +333,15 @@ def test_counts_add_up_and_the_any_object_schema_finds_every_json_object_request
         if label is not None:
             labels[(f"x{n}", "research", 1)] = label
     t = tune_request_match(traces, {"any object": {"type": "object"}, **VARIANTS}, labels=labels)
-    objects = {o.key for o in t.outputs if o.output.startswith("{")}
+    # a JSON object the any-object schema takes is a request when it names a mode ("files", or "request" holding
+    # one), else a request that fetches nothing (no_match)
+    def names_mode(text: str) -> bool:
+        obj = json.loads(text)
+        inner = obj["request"] if isinstance(obj.get("request"), dict) else obj
+        return "files" in inner
+    objects = {o.key for o in t.outputs if o.output.startswith("{") and names_mode(o.output)}
+    empty = {o.key for o in t.outputs if o.output.startswith("{") and not names_mode(o.output)}
+    assert {o.key for o, v in zip(t.outputs, t.verdicts["any object"], strict=True) if v.verdict == "no_match"} == empty
     for s in t.score_rows():
         assert s["tp"] + s["fp"] + s["fn"] + s["tn"] == s["labelled"] == len(labels)
         assert s["tp"] + s["fp"] <= s["requests"] <= s["judged"] == len(rows)
@@ -337,3 +350,58 @@ def test_counts_add_up_and_the_any_object_schema_finds_every_json_object_request
              for name in t.variants}
     assert all(found[name] <= found["any object"] for name in t.variants)
     assert found["any object"] == {k for k in objects if t.labels.get(k) == "request"}
+
+
+# issue 31: a bare JSON array a variant accepts was a "request" to `trace tune` while `trace rejudge` said it fetches
+# nothing; one meaning in both: a request that names no mode fetches nothing (no_match), and scores as such
+def test_a_json_array_a_variant_accepts_is_a_request_that_fetches_nothing_in_tune_and_rejudge(ladder, slates):
+    from ladr_lab import rejudge
+    lad = ladder(STEP % (2, json.dumps(STRICT)))
+    either = ladder(STEP % (2, json.dumps({"type": ["object", "array"]})))
+    traces = []
+    for row, output in (("arr", '["core.md"]'), ("obj", '{"files": ["core.md"]}')):
+        run = Run(lad, model=ScriptedModel([output, "Done."]), input="q", slates=slates)
+        run.run()
+        traces.append((row, run.trace))
+    t = tune_request_match(traces, {"either": either}, labels={("arr", "research", 1): "request",
+                                                                ("obj", "research", 1): "request"})
+    first = {r["row"]: r for r in t.table_rows("either") if r["round"] == 1}
+    assert first["arr"]["verdict"] == "no_match" and first["obj"]["verdict"] == "request"
+    assert "a JSON array: it names no retrieval mode, so the round fetches nothing" in first["arr"]["reason"]
+    s = score(t, "either")
+    assert (s["requests"], s["tp"], s["fn"], s["fp"]) == (2, 1, 1, 0)    # the array is a missed request, not a hit
+    (flip,) = [r for r in rejudge(traces[0][1], either, slates=slates) if r["flipped"]]
+    assert flip["form"] == "bare" and [f["status"] for f in flip["fetch"]] == ["no_match"]
+    # labelled an answer instead, taking it as a request loses the answer: a false positive
+    t.set_label("arr", "research", 1, "answer")
+    assert (score(t, "either")["fp"], score(t, "either")["tn"]) == (1, 0)
+
+
+def test_with_no_labels_it_says_how_to_add_them_and_writes_a_sheet_that_reads_back(lad, slates, tmp_path):
+    from ladr_lab.analysis.labels import load_labels
+    traces = []
+    for row, script in SCRIPT.items():
+        run = Run(lad, model=ScriptedModel(script), input="q", slates=slates)
+        run.run()
+        traces.append((row, run.trace))
+    t = tune_request_match(traces, VARIANTS)
+    assert not t.labels and "--write-labels labels.csv" in t.to_text() and "--labels labels.csv" in t.to_text()
+    sheet = t.save_label_sheet(tmp_path / "labels.csv")
+    lines = sheet.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "row,step,node,round,iteration,label,recorded,output" and len(lines) == 1 + len(t.outputs)
+    assert load_labels(sheet) == {}                                       # blank labels: nothing labelled yet
+    filled = [line.replace(",,request,", ",request,request,", 1) for line in lines]
+    sheet.write_text("\n".join(filled) + "\n", encoding="utf-8")
+    got = load_labels(sheet)
+    assert got and set(got.values()) == {"request"} and len(got) == sum(",request,request," in ln for ln in filled)
+    labelled = tune_request_match(traces, VARIANTS, labels=sheet)
+    assert "no labels yet" not in labelled.to_text() and score(labelled, RECORDED)["tp"] == len(got)
+
+
+def test_trace_tune_writes_labels_and_names_its_step_flag(ev, tmp_path):
+    from ladr_lab.cli import main
+    sheet = tmp_path / "l.csv"
+    schema = tmp_path / "loose.json"
+    schema.write_text(json.dumps(LOOSE), encoding="utf-8")
+    assert main(["trace", "tune", str(ev.out), "--variant", f"loose={schema}", "--write-labels", str(sheet)]) == 0
+    assert sheet.read_text(encoding="utf-8").startswith("row,step,node,round,iteration,label")

@@ -47,7 +47,7 @@ def test_lists_what_a_variant_gets_wrong_in_words(folder, tmp_path, capsys):
     assert main(["trace", "tune", str(folder), *_schemas(tmp_path), "--wrong", "loose"]) == 0
     out = capsys.readouterr().out
     assert "precision" in out and "3 labelled output(s) loose judges against their label" in out
-    assert "q0 research/1 r2: request (labelled answer)" in out
+    assert "q0 research/1 r2: no_match (labelled answer)" in out   # {"answer": ...}: names no mode
 
 
 def test_a_ladder_file_is_a_variant_too(folder, capsys):

@@ -238,10 +238,19 @@ def _declares_similar(schema: dict) -> bool:
     return "similarTo" in mt or "embedding" in enum_values(mt.get("name", {}), schema)
 
 
+def _trimmed(cand: dict):
+    """The candidate, then with its lists cut to fewer items, best first (a requestMatch's `maxItems` below the
+    number of files the model wants: it asks for the top ones it may ask for, not for nothing)."""
+    yield cand
+    longest = max((len(v) for v in cand.values() if isinstance(v, list)), default=0)
+    for keep in range(longest - 1, 0, -1):
+        yield {mode: (v[:keep] if isinstance(v, list) else v) for mode, v in cand.items()}
+
+
 def _first_valid(candidates: list[dict], schema: dict):
     declared = _declared_modes(schema)
     _, wrapped_first = _request_schema(schema)
-    for cand in candidates:
+    for cand in (c for whole in candidates for c in _trimmed(whole)):
         if not set(cand) <= declared:
             continue
         shapes = [{"request": cand}, dict(cand)]

@@ -130,6 +130,19 @@ def test_requests_the_top_three_scoring_files_at_most():
     assert len(obj["request"]["files"]) == 3
 
 
+@pytest.mark.parametrize("cap", [1, 2])
+def test_a_max_items_below_what_it_wants_trims_the_request_to_the_top_files(cap):
+    """requestMatch's `maxItems: 2` below the three files it wants: it asks for the top two, not for nothing
+    (issue 31: with `maxItems: 2` it made one call and echoed the question)."""
+    index = [{"name": f"retrieve-mode-{m}.md", "size": 10} for m in ("files", "glob", "metatag", "subfolders")]
+    capped = yaml.safe_load(f"{{type: object, required: [files], additionalProperties: false, properties: "
+                            f"{{files: {{type: array, items: {{type: string}}, minItems: 1, maxItems: {cap}}}}}}}")
+    wanted = json.loads(run(user("How do retrieve modes work?", index=index), request_match=BARE))["files"]
+    obj = json.loads(run(user("How do retrieve modes work?", index=index), request_match=capped))
+    jsonschema.validate(obj, capped)
+    assert len(wanted) == 3 and obj == {"files": wanted[:cap]}
+
+
 def test_answers_when_the_last_round_said_already_in_context():
     msgs = user("What is in the glossary?", blocks=[[("glossary.md", "files", "(already in context)")]])
     out = run(msgs, request_match=WRAPPED)
