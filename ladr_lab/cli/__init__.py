@@ -12,11 +12,11 @@ import sys
 
 from .. import errors
 from . import eval as eval_
-from . import lint, run, schema, search_runs, serve, show, trace, validate
+from . import lint, run, schema, search_runs, serve, show, slate, trace, validate
 from ._common import _problems
 from .printer import OutputClosed, RoundPrinter
 
-_COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema)
+_COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema, slate)
 
 
 class _Version(argparse.Action):

@@ -31,7 +31,9 @@ Decisions the spec leaves open (each is explained where it is implemented):
   `created.log` (the `created` metatag survives atomic rewrites, which replace the inode).
 - Metatags: shown only for files that exist and are listed; setting one on a missing file is a
   SlateError; setting None removes it; values are not checked against the declared type (the
-  ladder's writes may legitimately turn a scalar into an array): see `value_matches_type`.
+  ladder's writes may legitimately turn a scalar into an array): see `value_matches_type`; a person's edit
+  (`set_metatag(..., checked=True)`: `ladr-lab slate set`, SlateView's edit box) is checked, names and types.
+- `.ladr/` holds a `.gitignore` of `*`, so a folder of notes put under git keeps its bookkeeping out.
   `index`/`tree` are folder-level, so `get_metatag` answers None and `metatag_values`/`query`
   raise. A stored JSON null counts as not set.
 - Glob: `**` is special as a whole component (and `**.md` reads as `**/*.md`); classes negate
@@ -48,7 +50,14 @@ from .embed import (
     register_embedder,
 )
 from .folder import Folder
-from .metatags import METATAG_TYPES, SYSTEM_METATAGS, contains_match, value_matches_type
+from .metatags import (
+    METATAG_TYPES,
+    SYSTEM_METATAGS,
+    contains_match,
+    format_metatag_value,
+    parse_metatag_text,
+    value_matches_type,
+)
 from .paths import normalize_rel
 from .reading import Excerpt
 from .spec import FolderSpec
@@ -66,8 +75,10 @@ __all__ = [
     "Slate",
     "SlateStore",
     "contains_match",
+    "format_metatag_value",
     "get_embedder",
     "normalize_rel",
+    "parse_metatag_text",
     "register_embedder",
     "value_matches_type",
 ]

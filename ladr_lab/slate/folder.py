@@ -37,6 +37,7 @@ from .metatags import (
     contains_match,
     fallback_created_ns,
     iso_utc,
+    value_matches_type,
 )
 from .paths import as_path_str, normalize_rel, resolve_under
 from .reading import Excerpt, check_max_chars, read_regular_excerpt, read_regular_file
@@ -352,9 +353,35 @@ class Folder(Displayable):
             out.sort()
             return out
 
-    def set_metatag(self, rel: Rel, name: str, value: Any) -> None:
-        """Set one user metatag of an existing file (None removes it); atomic and serialized."""
+    def set_metatag(self, rel: Rel, name: str, value: Any, *, checked: bool = False) -> None:
+        """Set one user metatag of an existing file (None removes it); atomic and serialized. `checked`: as a
+        person's edit (the `slate set` command, SlateView's edit box), the folder's declarations are enforced —
+        a name the folder does not declare is refused with `did you mean`, a value not of the declared type too
+        (a ladder's own writes are checked by the engine, which may turn a scalar into an array)."""
+        if checked:
+            self.check_metatag(rel, name, value)
         self.update_metatag(rel, name, lambda _old: value)
+
+    def check_metatag(self, rel: Rel, name: str, value: Any) -> str | None:
+        """The declared type of metatag `name` of `rel` (None when the folder declares no metatags at all, so
+        any name goes), or a SlateError: a system or undeclared name, or a value that is not of its type."""
+        if name in SYSTEM_METATAGS:
+            raise SlateError(f'"{name}" is a system metatag and cannot be written')
+        declared = self.spec.effective_schema(normalize_rel(rel))
+        if not declared and not self.spec.files:
+            return None
+        if name not in declared:
+            import difflib
+            near = difflib.get_close_matches(name, list(declared), n=1)
+            hint = f' (did you mean "{near[0]}"?)' if near else ""
+            known = ", ".join(sorted(declared)) or "none"
+            raise SlateError(f'metatag "{name}" is not declared for "{normalize_rel(rel)}" in folder "{self.name}"'
+                             f"{hint}; declared: {known}")
+        type_ = declared[name]
+        if value is not None and not value_matches_type(value, type_):
+            shown = json.dumps(value, ensure_ascii=False)
+            raise SlateError(f'metatag "{name}" is declared {type_}, and {shown[:80]} is not one')
+        return type_
 
     def update_metatag(self, rel: Rel, name: str, fn: Callable[[Any], Any]) -> Any:
         """Read-modify-write one user metatag under the folder's metatag lock; returns the new value."""

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import SlateError
 
 __all__ = ["CreatedLog", "FOLDER_LEVEL", "METATAG_TYPES", "SIDECAR", "SYSTEM_METATAGS", "Sidecar", "contains_match",
-           "fallback_created_ns", "iso_utc", "value_matches_type"]
+           "fallback_created_ns", "format_metatag_value", "iso_utc", "parse_metatag_text", "value_matches_type"]
 
 METATAG_TYPES = ("string", "string[]", "number", "boolean", "object")
 FOLDER_LEVEL = ("index", "tree")          # the system metatags that describe the folder, not a file
@@ -42,6 +42,65 @@ def value_matches_type(value: Any, type_: str) -> bool:
     if type_ == "object":
         return True
     raise SlateError(f'unknown metatag type "{type_}" (known: {", ".join(METATAG_TYPES)})')
+
+
+def parse_metatag_text(text: str, type_: str | None) -> Any:
+    """A metatag value typed as a person writes it (a command line, an edit box) for its declared type: `string`
+    as is; `string[]` a JSON array of strings or comma-separated words (`breakfast, recipe`); `number` a finite
+    number; `boolean` true/false (yes/no, 1/0, any case); `object` any JSON text; undeclared (None): JSON when the
+    text is JSON, else the text. A value that is not of the type is a SlateError saying what would be."""
+    if type_ is not None and type_ not in METATAG_TYPES:
+        raise SlateError(f'unknown metatag type "{type_}" (known: {", ".join(METATAG_TYPES)})')
+    stripped = text.strip()
+    if type_ == "string":
+        return text
+    if type_ == "string[]":
+        if stripped.startswith("["):
+            try:
+                value = json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                raise SlateError(f"{stripped!r} is not a JSON array of strings ({exc.msg})") from None
+            if not value_matches_type(value, "string[]"):
+                raise SlateError(f"{stripped!r} is not a JSON array of strings")
+            return value
+        return [part.strip() for part in text.split(",") if part.strip()]
+    if type_ == "number":
+        try:
+            number = float(stripped)
+        except ValueError:
+            raise SlateError(f"{stripped!r} is not a number") from None
+        if not math.isfinite(number):
+            raise SlateError(f"{stripped!r} is not a finite number")
+        return int(number) if number.is_integer() and "." not in stripped and "e" not in stripped.lower() \
+            else number
+    if type_ == "boolean":
+        truth = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}.get(stripped.lower())
+        if truth is None:
+            raise SlateError(f"{stripped!r} is not a boolean (true or false)")
+        return truth
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        if type_ == "object":
+            raise SlateError(f"{stripped!r} is not JSON ({exc.msg})") from None
+        return text
+
+
+def format_metatag_value(value: Any, type_: str | None) -> str:
+    """A stored metatag value as `parse_metatag_text` reads it back for the same type (an edit box's text)."""
+    if value is None:
+        return ""
+    if type_ == "string" and isinstance(value, str):
+        return value
+    if type_ == "string[]" and value_matches_type(value, "string[]") and value and \
+            all(v and v == v.strip() and "," not in v for v in value) and not value[0].startswith("["):
+        return ", ".join(value)             # words read back as words; anything else as its JSON array
+    if type_ is None and isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            return value                     # plain text reads back as itself
+    return json.dumps(value, ensure_ascii=False)
 
 
 def contains_match(value: Any, contains: str | None, declared: str | None = None) -> bool:

@@ -117,6 +117,7 @@ class FolderWriter:
         if not self._swept:
             self._swept = True
             self.sweep_tmp()
+            self._ignore()                 # once a process, for a `.ladr/` an older version made without it
         if os.path.isdir(self.tmp) and os.path.isdir(self.locks):
             return
         with self._lock:
@@ -127,6 +128,19 @@ class FolderWriter:
                 os.makedirs(self.locks, exist_ok=True)
             except OSError as exc:
                 raise SlateError(f'cannot create folder "{self.name}" at {self.dir}: {exc}') from exc
+            self._ignore()
+
+    def _ignore(self) -> None:
+        """A `.gitignore` of `*` in `.ladr/`: a learner who puts the notes folder under git commits the notes and
+        `.metatags.json`, never the locks, temporary files and `created.log` (as pytest's cache does)."""
+        if not os.path.isdir(self.ladr):
+            return
+        try:
+            fd = os.open(os.path.join(self.ladr, ".gitignore"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError:                    # already there (or a read-only folder): nothing to do
+            return
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("# ladr_lab's bookkeeping (locks, temporary files, created.log): not notes, never committed\n*\n")
 
     def sweep_tmp(self) -> None:
         """Remove temporary files older than an hour (left by a process killed before its rename)."""

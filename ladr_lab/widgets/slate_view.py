@@ -104,7 +104,22 @@ class SlateView(View):
         self.table, self.preview_pick = self.pages.table, self.pages.pick
         self.preview = html()
         self.preview.add_class("ladr-preview")
-        files_tab = w.VBox([self.pages.widget, self.preview])
+        # the edit box of the previewed file's metatags (hidden until a file is previewed)
+        self.edited: str | None = None
+        self.tag_name = w.Combobox(placeholder="metatag", description="metatag", ensure_option=False,
+                                   layout=w.Layout(width="16em"))
+        self.tag_value = w.Text(placeholder="value (a, b for string[]; JSON for object)", layout=w.Layout(width="24em"))
+        self.set_button = w.Button(description="Set", button_style="primary", layout=w.Layout(width="5em"))
+        self.unset_button = w.Button(description="Remove", layout=w.Layout(width="6em"))
+        self.edit_message = html()
+        self.editor = w.VBox([w.HBox([self.tag_name, self.tag_value, self.set_button, self.unset_button]),
+                              self.edit_message])
+        self.editor.add_class("ladr-metatag-editor")
+        self.editor.layout.display = "none"
+        self.tag_name.observe(lambda _c: self._fill_value(), names="value")
+        self.set_button.on_click(lambda _b: self.set_metatag(self.tag_name.value, self.tag_value.value))
+        self.unset_button.on_click(lambda _b: self.set_metatag(self.tag_name.value, None))
+        files_tab = w.VBox([self.pages.widget, self.preview, self.editor])
         self.tree = w.VBox([])
         self.tree.add_class("ladr-tree")
         self.tabs = w.Tab(children=[files_tab, self.tree])
@@ -160,6 +175,8 @@ class SlateView(View):
         finally:
             self._busy = False
         self._folder = self._slate.folder(name) if (self._slate is not None and name is not None) else self._folder
+        self.edited = None                      # the edit box belongs to a previewed file of the folder shown
+        self.editor.layout.display = "none"
         self._light_round()
         self._tree_files = []
         self.tree.children = ()
@@ -259,6 +276,49 @@ class SlateView(View):
         self.preview.value = str(concat(head, pre(json_text(tags), 2000) if tags else None,
                                         pre(ex.text, -1, max_height="28em"),
                                         note(f"(the first {len(ex.text):,} characters)") if ex.truncated else None))
+        if self.edited != rel:
+            self.edited = rel
+            declared = f.spec.effective_schema(rel)
+            self.tag_name.options = tuple(declared) if declared else tuple(tags)
+            self.edit_message.value = str(note(
+                f"set a metatag of {rel}: " + (", ".join(f"{k} ({v})" for k, v in declared.items())
+                                               if declared else "this folder declares none: any name, JSON or text")))
+            if self.tag_name.value not in self.tag_name.options:
+                self.tag_name.value = self.tag_name.options[0] if self.tag_name.options else ""
+            self._fill_value()
+        self.editor.layout.display = None
+
+    def _fill_value(self) -> None:
+        """Put the previewed file's value of the chosen metatag in the value box, as `set_metatag` reads it."""
+        from ..slate import format_metatag_value
+        f, rel, name = self._folder, self.edited, (self.tag_name.value or "").strip()
+        if f is None or rel is None or not name:
+            return
+        declared = f.spec.effective_schema(rel).get(name)
+        self.tag_value.value = format_metatag_value((self._tags.get(rel) or {}).get(name), declared)
+
+    def set_metatag(self, name: str, text: str | None) -> bool:
+        """Set (`text`, read for the metatag's declared type) or remove (`None`) a metatag of the previewed file,
+        through the folder's atomic, checked writes (`Folder.set_metatag(..., checked=True)`); the table, the
+        preview and the message show the result. False (and the reason shown) when it cannot be set."""
+        from ..slate import parse_metatag_text
+        f, rel, name = self._folder, self.edited, (name or "").strip()
+        if f is None or rel is None:
+            return False
+        try:
+            if not name:
+                raise SlateError("name the metatag to set")
+            type_ = f.check_metatag(rel, name, None)
+            value = None if text is None else parse_metatag_text(text, type_)
+            f.set_metatag(rel, name, value, checked=True)
+        except SlateError as exc:
+            self.edit_message.value = message_html(f"{rel}: {name or '?'}: {exc}", "error")
+            return False
+        self.refresh()
+        self.show_file(rel)
+        shown = "removed" if value is None else f"= {json_text((self._tags.get(rel) or {}).get(name), None)}"
+        self.edit_message.value = message_html(f"{rel}: {name} {shown}")
+        return True
 
     # ---- the tree, one level at a time ------------------------------------------------------------------
     def _tab(self, change: dict) -> None:

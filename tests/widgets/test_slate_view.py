@@ -163,3 +163,34 @@ def test_the_header_shows_the_folder_relative_to_the_working_directory(tmp_path,
     assert "../slate/docs" in head and str(tmp_path) not in head
     monkeypatch.chdir(tmp_path / "far" / "away")             # far from it: the whole path
     assert str(slate / "docs") in SlateView(slate).header.value
+
+
+def test_the_edit_box_sets_a_previewed_files_metatags_typed_and_checked(tmp_path):
+    """issue 31: a teacher gives a file its summary and tags in SlateView, through the slate's checked writes."""
+    import json
+
+    from ladr_lab.slate import FolderSpec
+    (tmp_path / "docs" / "recipes").mkdir(parents=True)
+    (tmp_path / "docs" / "recipes" / "pancakes.md").write_text("# Pancakes")
+    store = SlateStore()
+    store.bind("Notes", tmp_path, [FolderSpec("docs", {"summary": "string", "tags": "string[]"})])
+    sv = SlateView(store, slate="Notes", folder="docs")
+    assert sv.editor.layout.display == "none"                    # nothing previewed, nothing to edit
+    sv.preview_pick.value = "recipes/pancakes.md"
+    assert sv.editor.layout.display is None and sv.tag_name.options == ("summary", "tags")
+    sv.tag_name.value = "tags"
+    sv.tag_value.value = "breakfast, recipe"
+    sv.set_button.click()
+    assert json.loads((tmp_path / "docs" / ".metatags.json").read_text()) == \
+        {"recipes/pancakes.md": {"tags": ["breakfast", "recipe"]}}
+    assert "breakfast" in sv.table.value and 'tags = ["breakfast", "recipe"]' in sv.edit_message.value.replace(
+        "&quot;", '"')
+    sv.tag_name.value = "summary"
+    assert sv.tag_value.value == ""                              # the chosen metatag's value, none yet
+    sv.tag_name.value = "tags"
+    assert sv.tag_value.value == "breakfast, recipe"             # shown as it is typed
+    assert not sv.set_metatag("sumary", "x")
+    assert "did you mean &quot;summary&quot;" in sv.edit_message.value or 'did you mean "summary"' in \
+        sv.edit_message.value
+    sv.unset_button.click()
+    assert json.loads((tmp_path / "docs" / ".metatags.json").read_text()) == {}
