@@ -393,6 +393,8 @@ def sparse_targets(cmp: dict) -> dict:
 
 
 def print_compare(cmp: dict) -> None:
+    print(f"\nindexed in process in {cmp['in_process_index_s']} s; {cmp['sanitized_documents']} of "
+          f"{cmp['documents']} documents sanitized")
     print(f"\nsparse, raw tantivy against the server, in turns ({cmp['rounds']} rounds x {cmp['queries']} queries; "
           f"_fields = fields {cmp['lean_fields']}):")
     print(f"{'way':<30} | {'q/s':>9} | {'mean ms':>9}")
@@ -415,12 +417,18 @@ def sparse_only(path: Path, n_queries: int | None, max_docs: int | None, rounds:
         _res, _build, _qps, view = raw_tantivy(corpus, queries)
         client, _ = start_server(slate_dir, None, dense=False)
         try:
-            cmp = sparse_compare(view, queries, client, in_process_dispatcher(slate_dir), rounds)
+            t0 = time.perf_counter()
+            dispatcher = in_process_dispatcher(slate_dir)   # indexing (sanitizing included) from nothing
+            index_s = time.perf_counter() - t0
+            docs = dispatcher.engine.corpus.sync().docs.values()
+            sanitized = sum(1 for d in docs if d.trust.get("sanitized"))
+            cmp = sparse_compare(view, queries, client, dispatcher, rounds)
         finally:
             client.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"documents": len(corpus), **cmp}
+    return {"documents": len(corpus), "in_process_index_s": round(index_s, 3), "sanitized_documents": sanitized,
+            **cmp}
 
 
 def beir(path: Path, embedder_name: str | None) -> dict:

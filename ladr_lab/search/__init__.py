@@ -3,6 +3,7 @@
 `EmbeddedEngine` runs seed 002's `retrieve` pipeline over the slates it is given and is what
 `ladr-lab serve` serves; `SearchEngine` is the interface another backend would implement.
 `similar(folder, text, top_k)` answers seed 001's `similarTo` mode from the same dense index.
+`sanitize(text)` is what the engine takes out of a hit's text before serving it, with its report.
 """
 from .corpus import Corpus, Snapshot
 from .dense import DenseIndex, DenseView
@@ -11,6 +12,7 @@ from .filters import load_filter
 from .pipeline import EmbeddedEngine, SearchEngine
 from .request import PARAMS_SCHEMA, RetrieveRequest, load_request
 from .rerank import CrossEncoderReranker, Reranker
+from .sanitizer import sanitize
 from .similar import FolderVectors, folder_vectors, similar
 from .sparse import SparseIndex, SparseView
 
@@ -35,5 +37,6 @@ __all__ = [
     "folder_vectors",
     "load_filter",
     "load_request",
+    "sanitize",
     "similar",
 ]

@@ -1,8 +1,10 @@
 """The indexed corpus of the served slates: documents and chunks, sparse and dense, as snapshots.
 
 A `Corpus` holds, for every folder of every served slate, a record per file (text, title, metadata,
-trust), and over all of them: one sparse index of documents, one of chunks, a dense index per
-folder of documents (the same `FolderVectors` that `similar()` uses) and one dense index of chunks.
+trust; the text, the title and each chunk's text and context sanitized, sanitizer.py, what was taken out
+counted in `trust.sanitized`, and indexed as sanitized), and over all of them: one sparse index of
+documents, one of chunks, a dense index per folder of documents (the same `FolderVectors` that
+`similar()` uses: the slate's own vectors of the files as written) and one dense index of chunks.
 `sync()` brings them up to date: per folder a `Watch` says whether anything may have changed (what
 the slate's listing saw, in-place edits included), and only then is the folder relisted and diffed by
 (size, mtime, ctime), so an unchanged corpus costs one `stat` per directory and a write costs the
@@ -32,6 +34,7 @@ from .dense import DenseIndex, DenseView
 from .errors import SnapshotGone
 from .filters import field_type
 from .folders import FileStats, Watch, vector_cache
+from .sanitizer import sanitize
 from .similar import FolderVectors, folder_vectors
 from .sparse import SparseIndex, SparseView
 from .trust import assess
@@ -253,15 +256,16 @@ class Corpus:
 
     def _make_doc(self, st: _FolderState, rel: str, text: str, user: dict, size: int, mtime: int) -> Doc:
         doc_id = st.doc_id(rel)
-        title = title_of(text, rel.rsplit("/", 1)[-1])
+        clean, trust = _vetted(text)
+        title = sanitize(title_of(clean, rel.rsplit("/", 1)[-1]))[0]
         meta = self._meta(st, rel, user, size, mtime)
         chunks: tuple = ()
         if self.chunks_enabled:
+            # cut from the file's text and each sanitized on its own, so a chunk's report is of its own text
             chunks = tuple(iter_chunks(text, title, self.chunk_chars))
         citation = {"source": st.slate, "uri": f"slate:{st.slate}/{st.name}/{rel}", "title": title,
                     "path": f"{st.name}/{rel}"}
-        return Doc(doc_id, st.slate, st.name, rel, text, title, meta, _public_trust(assess(text)),
-                   ReadOnlyDict(citation), chunks)
+        return Doc(doc_id, st.slate, st.name, rel, clean, title, meta, trust, ReadOnlyDict(citation), chunks)
 
     def _meta(self, st: _FolderState, rel: str, user: dict, size: int, mtime: int) -> dict:
         meta = {k: v for k, v in user.items() if k not in SYSTEM_METATAGS}
@@ -282,8 +286,10 @@ class Corpus:
             self._unindex_chunks(old)
         if not self.chunks_enabled or self._chunk_sparse is None:
             return
-        recs = [ChunkRec(f"{doc.id}#{c.index}", doc.id, c.index, c.text, c.context, _public_trust(assess(c.text)))
-                for c in doc.chunks]
+        recs = []
+        for c in doc.chunks:
+            text, trust = _vetted(c.text)
+            recs.append(ChunkRec(f"{doc.id}#{c.index}", doc.id, c.index, text, sanitize(c.context)[0], trust))
         for rec in recs:
             self._chunks[rec.id] = rec
             self._chunk_sparse.upsert(rec.id, rec.text)
@@ -330,8 +336,12 @@ class Corpus:
             return list(self._snapshots)
 
 
-def _public_trust(t: dict) -> ReadOnlyDict:
-    return ReadOnlyDict(level=t["level"], score=t["score"], injectionSuspected=t["injectionSuspected"])
+def _vetted(text: str) -> tuple[str, ReadOnlyDict]:
+    """A unit's text sanitized, and its `trust`: the heuristic's verdict and `sanitized` (False, or the report)."""
+    clean, report = sanitize(text)
+    t = assess(clean, text)
+    return clean, ReadOnlyDict(level=t["level"], score=t["score"], injectionSuspected=t["injectionSuspected"],
+                               sanitized=ReadOnlyDict(report) if report else False)
 
 
 def _user_meta(meta: dict) -> dict:

@@ -33,6 +33,7 @@ from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
 from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
 from .plain import plain_answer
 from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_request
+from .sanitizer import CLASSES as SANITIZED
 from .transform import apply_transform
 
 __all__ = ["EmbeddedEngine", "JsonSearchEngine", "Progress", "SearchEngine", "snap_time"]
@@ -134,6 +135,7 @@ class EmbeddedEngine:
                 "minScore": True,
                 "embedder": getattr(embedder, "name", None),
                 "fields": list(HIT_FIELDS),
+                "sanitized": list(SANITIZED),
             },
             "rerank": {"methods": [self.reranker.method] if self.reranker is not None else [],
                        "model": getattr(self.reranker, "model", None), "maxCandidates": self.rerank_max},

@@ -42,7 +42,7 @@ def test_hit_shape(engine):
                                "title": "Deep Residual Learning", "path": "papers/resnet.md"}
     assert set(hit["scores"]) >= {"sparse", "dense", "fused"}
     assert 0.0 <= hit["confidence"] <= 1.0
-    assert hit["trust"] == {"level": "trusted", "score": 1.0, "injectionSuspected": False}
+    assert hit["trust"] == {"level": "trusted", "score": 1.0, "injectionSuspected": False, "sanitized": False}
     assert hit["text"].startswith("# Deep Residual Learning")
     assert res["indexVersion"] and res["usage"]["candidates"] >= 1 and res["usage"]["latencyMs"] >= 0
     json.dumps(res)  # plain JSON
