@@ -39,29 +39,29 @@ def _token(a) -> str | None:
     return a.token or os.environ.get("LADR_SERVE_TOKEN") or None
 
 
-# the JSON-RPC HTTP server's timers and threads: streamable HTTP (--mcp) holds a stream open for as long as a
-# session lasts, so these would cut it; given with --mcp they are refused rather than silently ignored
-_NOT_FOR_MCP = {"header_timeout": ("--header-timeout", 10.0), "body_timeout": ("--body-timeout", 30.0),
-                "send_timeout": ("--send-timeout", 30.0), "workers": ("--workers", 4)}
+# MCP sessions (streamable HTTP): the JSON-RPC face has none, so without --mcp these are refused, not ignored
+_ONLY_MCP = {"session_idle_timeout": "--session-idle-timeout", "max_sessions": "--max-sessions"}
 
 
 def _limits(a):
-    """The HTTP server's bounds from the options (checked before any indexing)."""
-    from ..server.limits import Limits
+    """The HTTP server's bounds from the options, the same for both faces (checked before any indexing)."""
+    from ..server.limits import HttpLimits
+    from ..server.sessions import MAX_SESSIONS, SESSION_IDLE_TIMEOUT, check_session_limits
 
-    given = [flag for key, (flag, _) in _NOT_FOR_MCP.items() if getattr(a, key) is not None]
-    if a.mcp and given:
-        raise SystemExit(f"ladr-lab: {', '.join(given)} do not apply to --mcp (streamable HTTP keeps a stream open "
-                         "for a whole session); --max-request-bytes, --keepalive-timeout and --max-connections do")
-    for key, (_, default) in _NOT_FOR_MCP.items():
-        if getattr(a, key) is None:
-            setattr(a, key, default)
+    given = [flag for key, flag in _ONLY_MCP.items() if getattr(a, key) is not None]
+    if given and not a.mcp:
+        raise SystemExit(f"ladr-lab: {', '.join(given)} apply to --mcp only (the JSON-RPC face keeps no sessions)")
+    if a.session_idle_timeout is None:
+        a.session_idle_timeout = SESSION_IDLE_TIMEOUT
+    if a.max_sessions is None:
+        a.max_sessions = MAX_SESSIONS
     if a.workers < 1:
         raise SystemExit("ladr-lab: --workers must be at least 1")
     try:
-        return Limits(max_connections=a.max_connections, header_timeout=a.header_timeout,
-                      body_timeout=a.body_timeout, keepalive_timeout=a.keepalive_timeout,
-                      send_timeout=a.send_timeout)
+        check_session_limits(a.session_idle_timeout, a.max_sessions)
+        return HttpLimits(max_connections=a.max_connections, header_timeout=a.header_timeout,
+                          body_timeout=a.body_timeout, keepalive_timeout=a.keepalive_timeout,
+                          send_timeout=a.send_timeout)
     except ValueError as exc:
         raise SystemExit(f"ladr-lab: {exc}") from None
 
@@ -112,7 +112,7 @@ def cmd_serve(a) -> int:
         print("ladr-lab serve: note: a slate's documents are the files in its folders (its subdirectories); "
               "files directly in a slate's directory are not served", file=sys.stderr, flush=True)
     if a.mcp:
-        return _serve_mcp(a, engine, store, address, token)
+        return _serve_mcp(a, engine, store, address, token, limits)
     dispatcher = Dispatcher(engine, max_request_bytes=a.max_request_bytes)
     if a.stdio:
         serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
@@ -154,20 +154,20 @@ def _check_mcp() -> None:
         raise SystemExit('ladr-lab: --mcp needs the MCP SDK: pip install "ladr_lab[mcp]"')
 
 
-def _serve_mcp(a, engine, store, address, token) -> int:
+def _serve_mcp(a, engine, store, address, token, limits) -> int:
     """Serve the engine and the store's files as an MCP server, on stdio or streamable HTTP."""
     from ..server.mcp_server import McpHttpServer, build_mcp_server, serve_mcp_stdio
     from ..server.resources import SlateResources
 
-    server = build_mcp_server(engine, SlateResources(store))
     if a.stdio:
-        serve_mcp_stdio(server, max_request_bytes=a.max_request_bytes)
+        serve_mcp_stdio(build_mcp_server(engine, SlateResources(store)), max_request_bytes=a.max_request_bytes)
         return 0
     host, port = address
     _say_exposure(host, token, a.allow_host)
-    http = McpHttpServer(server, host, port, token, allow_hosts=a.allow_host, allow_origins=a.allow_origin,
-                         max_request_bytes=a.max_request_bytes, keepalive_timeout=a.keepalive_timeout,
-                         max_connections=a.max_connections)
+    http = McpHttpServer(build_mcp_server(engine, SlateResources(store), workers=a.workers), host, port, token,
+                         allow_hosts=a.allow_host, allow_origins=a.allow_origin,
+                         max_request_bytes=a.max_request_bytes, limits=limits,
+                         session_idle_timeout=a.session_idle_timeout, max_sessions=a.max_sessions)
     return _serve_until_stopped(http, "MCP listening")
 
 
@@ -197,18 +197,23 @@ def add_parser(sub) -> None:
     s.add_argument("--keep-snapshots", type=int, default=16, help="index versions kept for indexVersion (16)")
     s.add_argument("--max-request-bytes", type=int, default=1024 * 1024,
                    help="the largest message (a request or a batch) answered; larger ones get -32600 (1 MiB)")
-    http = s.add_argument_group("HTTP limits (docs/server.md)")
+    http = s.add_argument_group("HTTP limits, of both faces (docs/server.md)")
     http.add_argument("--max-connections", type=int, default=256, metavar="N",
                       help="connections held at once; past it the longest idle one is closed, "
                            "or a new client gets 503 when all are busy (256)")
-    http.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+    http.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
                       help="a request's head must arrive within this, else the connection is closed (10)")
-    http.add_argument("--body-timeout", type=float, default=None, metavar="SECONDS",
+    http.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                       help="a request's body must arrive within this after its head, else 408 (30)")
     http.add_argument("--keepalive-timeout", type=float, default=5.0, metavar="SECONDS",
                       help="an idle keep-alive connection is closed after this (5)")
-    http.add_argument("--send-timeout", type=float, default=None, metavar="SECONDS",
+    http.add_argument("--send-timeout", type=float, default=30.0, metavar="SECONDS",
                       help="a client that reads nothing of its answer for this is disconnected (30)")
-    http.add_argument("--workers", type=int, default=None, metavar="N",
-                      help="threads answering requests; more requests wait for one (4)")
+    http.add_argument("--workers", type=int, default=4, metavar="N",
+                      help="threads answering requests (with --mcp: running searches and reads); more wait (4)")
+    http.add_argument("--session-idle-timeout", type=float, default=None, metavar="SECONDS",
+                      help="--mcp: a session with no request for this long is ended; its next request gets 404 "
+                           "and the client initializes again (1800)")
+    http.add_argument("--max-sessions", type=int, default=None, metavar="N",
+                      help="--mcp: sessions held at once; past it the least recently used is ended (128)")
     s.set_defaults(fn=cmd_serve)

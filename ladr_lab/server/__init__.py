@@ -5,7 +5,8 @@
 from Python or a notebook. `build_mcp_server` is the same engine as an MCP server (a `retrieve` tool, and
 the slates' files as resources through `SlateResources`), served by `serve_mcp_stdio` or `McpHttpServer`;
 the `mcp` SDK is imported only when one is built. What both HTTP faces share (Host/Origin admission, the
-bearer token, the uvicorn server on its socket) is in `serving.py`.
+bearer token, the uvicorn server on its socket, bounded by `HttpLimits`) is in `serving.py` and `limits.py`; the
+MCP face's sessions are bounded by `sessions.SessionKeeper`.
 This package is the only place where errors become JSON-RPC codes: `protocol.ERROR_CODES`, one table that
 both faces read.
 """

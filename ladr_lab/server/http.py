@@ -28,7 +28,6 @@ dispatcher runs on a pool of `workers` threads, never on the event loop.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 # the names this module exported before `serving.py` and `limits.py` took them: still importable from here
@@ -36,16 +35,16 @@ from .asgi import DISCARD_FACTOR, PATHS, RpcApp  # noqa: E402,F401
 from .limits import (
     HttpLimits,
     Limits,  # noqa: E402,F401
-    limited_protocol,
+    limited_protocol,  # noqa: E402,F401
 )
 from .protocol import Dispatcher
 from .serving import (
     Admission,
     Serving,
-    accept_backlog,
+    accept_backlog,  # noqa: E402,F401
     host_name,  # noqa: E402,F401
-    listen,
-    server_class,
+    listen,  # noqa: E402,F401
+    server_class,  # noqa: E402,F401
 )
 
 __all__ = ["HttpServer"]
@@ -59,22 +58,16 @@ class HttpServer(Serving):
                  limits: HttpLimits | None = None, workers: int = 4, **limit_args: Any) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        import uvicorn
-
         if host not in ("", "0.0.0.0", "::"):   # the bound name is the Host its clients send
             allow_hosts = (*allow_hosts, host)
         admission = Admission(allow_hosts, allow_origins)
         self.limits = limits if limits is not None else HttpLimits(**limit_args)
-        backlog = accept_backlog(self.limits.max_connections)
-        self._sock = listen(host or "0.0.0.0", port, backlog)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="ladr-serve-worker")
-        config = uvicorn.Config(
-            RpcApp(dispatcher, token, admission, self._pool), http=limited_protocol(self.limits), ws="none",
-            lifespan="off", interface="asgi3", loop="asyncio", log_config=None, log_level="error", access_log=False,
-            server_header=False, headers=[("server", "ladr-lab-serve")],
-            # limits.py closes idle keep-alive connections on time; uvicorn's own (whole-second) timer is a backstop
-            timeout_keep_alive=math.ceil(self.limits.keepalive_timeout), timeout_graceful_shutdown=2, backlog=backlog)
-        self._serve_on(server_class()(config), self._sock)
+        try:
+            self._bind(RpcApp(dispatcher, token, admission, self._pool), host, port, self.limits)
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
 
     def shutdown(self) -> None:
         """Stop serving, close the socket and every connection, and let the worker threads go."""

@@ -1,20 +1,23 @@
-"""The HTTP server's bounds against floods: connection limit, eviction, read timeouts, fast 503.
+"""The HTTP faces' bounds against floods: connection limit, eviction, read timeouts, fast 503.
 
 `HttpLimits` holds the numbers; `limited_protocol(limits)` builds the connection protocol uvicorn runs,
 a subclass of its h11 protocol (uvicorn has no header-read timeout for h11, and its own
-`limit_concurrency` answers 503 only once a request has arrived, holding the descriptor meanwhile).
+`limit_concurrency` answers 503 only once a request has arrived, holding the descriptor meanwhile). Both
+HTTP faces run on it: the JSON-RPC `HttpServer` and the MCP `McpHttpServer` (`serving.Serving._bind`).
 Each connection is in one phase: `wait` (no request head yet: nothing sent, half a head, or idle
-keep-alive), `body` (reading a request body, or dropping a refused one), `busy` (a request in flight).
-A `wait` connection is closed `header_timeout` seconds after its first byte (for a new connection: after
-it was opened), or `keepalive_timeout` seconds after its last answer when nothing more came; a `body`
-phase longer than `body_timeout` is answered `408` (or closed, if the answer has started). A client that
-stops reading its answer (the transport's buffer stays full for `send_timeout` seconds) has its connection
-aborted, whatever its phase: it would otherwise hold a place in the limit for ever. When a new
-connection would pass `max_connections`, the connection waiting longest (phase `wait`) is closed to make
-room; failing that, the body that has been arriving longest, once past `SLOW_BODY` seconds (a body on a
-loopback connection arrives in milliseconds: a trickle is a slow-body flood), is answered `408` and closed;
-only when every connection is busy with a request or a fresh body is the new one answered `503` with
-`Retry-After` at once and closed.
+keep-alive), `body` (reading a request body, or dropping a refused one), `busy` (a request in flight),
+`stream` (a `GET` whose answer has begun and goes on: MCP's standalone server-sent-event stream, which
+listens for as long as its session lasts). A `wait` connection is closed `header_timeout` seconds after its
+first byte (for a new connection: after it was opened), or `keepalive_timeout` seconds after its last answer
+when nothing more came; a `body` phase longer than `body_timeout` is answered `408` (or closed, if the answer
+has started). A client that stops reading its answer (the transport's buffer stays full for `send_timeout`
+seconds) has its connection aborted, whatever its phase: it would otherwise hold a place in the limit for
+ever. When a new connection would pass `max_connections`, the connection waiting longest (phase `wait`) is
+closed to make room; failing that, the body that has been arriving longest, once past `SLOW_BODY` seconds (a
+body on a loopback connection arrives in milliseconds: a trickle is a slow-body flood), is answered `408` and
+closed; failing that, the oldest `stream` is closed (a listener: its client opens it again, and a stream never
+holds a request's answer); only when every connection is busy with a request or a fresh body is the new one
+answered `503` with `Retry-After` at once and closed.
 Tested against uvicorn 0.30-0.54 internals (tests/server/test_http_limits.py guards them).
 """
 from __future__ import annotations
@@ -68,6 +71,15 @@ def limited_protocol(limits: HttpLimits) -> type:
     bad_request_answer = _raw(400, "Bad Request", b'{"error":"malformed HTTP request, or its head is too large"}')
     timeout_answer = _raw(408, "Request Timeout", b'{"error":"the request was not sent in time"}')
 
+    def _victim(others: list[Any], now: float) -> Any:
+        """The connection to close to admit a new one: the one waiting longest, else the oldest slow body, else
+        the oldest stream; None when every other connection has a request in flight or a fresh body."""
+        for phase, old_enough in (("wait", 0.0), ("body", SLOW_BODY), ("stream", 0.0)):
+            candidates = [c for c in others if c._current_phase() == phase and now - c._since >= old_enough]
+            if candidates:
+                return min(candidates, key=lambda c: c._since)
+        return None
+
     class LimitedH11Protocol(H11Protocol):
         """An h11 connection with a phase, a deadline for it, and a place in the connection limit."""
 
@@ -87,17 +99,12 @@ def limited_protocol(limits: HttpLimits) -> type:
             self._quiet = True                       # nothing received in this wait phase yet
             live: list[Any] = [c for c in self.connections if not getattr(c, "_rejected", True)]
             if len(live) > limits.max_connections:
-                others = [c for c in live if c is not self]
-                idle = [c for c in others if c._current_phase() == "wait"]
-                if idle:
-                    min(idle, key=lambda c: c._since)._close(quietly=True)
-                else:
-                    slow = [c for c in others if c._current_phase() == "body" and now - c._since >= SLOW_BODY]
-                    if not slow:
-                        self._reject()
-                        return
-                    victim = min(slow, key=lambda c: c._since)
-                    victim._close(quietly=victim.cycle is not None and victim.cycle.response_started)
+                victim = _victim([c for c in live if c is not self], now)
+                if victim is None:
+                    self._reject()
+                    return
+                victim._close(quietly=victim._current_phase() != "body" or (
+                    victim.cycle is not None and victim.cycle.response_started))
             self._arm()
 
         def _reject(self) -> None:
@@ -119,6 +126,9 @@ def limited_protocol(limits: HttpLimits) -> type:
                 return "wait"
             if their is h11.SEND_BODY:
                 return "body"
+            if (ours is h11.SEND_BODY and their in (h11.DONE, h11.MUST_CLOSE) and self.scope is not None
+                    and self.scope["method"] == "GET"):
+                return "stream"   # a GET answered as it goes: a listener (MCP's standalone event stream)
             return "busy"
 
         def _arm(self) -> None:

@@ -9,7 +9,9 @@ protocol error; an unknown tool, a refused resource URI (`-32602`) and a missing
 protocol errors. Every code, and the words a failed call's text names it by, is read from
 `protocol.ERROR_CODES`, the table the JSON-RPC face answers by. `serve_mcp_stdio` serves it on standard
 input and output; `McpHttpServer` serves it as streamable HTTP at `/mcp` on uvicorn, behind the JSON-RPC
-face's Host/Origin admission and bearer token (`serving.py`).
+face's Host/Origin admission and bearer token (`serving.py`), bounded by the JSON-RPC face's connection limits
+and timeouts (`limits.HttpLimits`, the same h11 protocol), with its sessions bounded by `sessions.SessionKeeper`
+(an idle lifetime and a cap).
 The SDK is imported only inside this module's functions (`import ladr_lab` never loads it).
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from ..search.errors import SearchError
 from ..search.pipeline import SearchEngine
 from ..search.request import PARAMS_SCHEMA
+from .limits import HttpLimits
 from .protocol import (
     INVALID_REQUEST,
     MAX_REQUEST_BYTES,
@@ -35,7 +38,8 @@ from .protocol import (
     words_of,
 )
 from .resources import ResourceMissing, ResourceRefused, SlateResources
-from .serving import LOOPBACK_HOSTS, Admission, Serving, accept_backlog, listen, server_class, token_matches
+from .serving import LOOPBACK_HOSTS, Admission, Serving, token_matches
+from .sessions import MAX_SESSIONS, SESSION_IDLE_TIMEOUT, SessionKeeper
 from .stdio import read_line
 
 __all__ = ["MCP_PATH", "McpHttpServer", "OUTPUT_SCHEMA", "RESOURCE_NOT_FOUND", "TOOL_NAME",
@@ -73,12 +77,17 @@ def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None) -> tup
 
 
 def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str = "ladr-lab",
-                     version: str = "0.1.0") -> Any:
-    """An `mcp.server.lowlevel.Server` with the `retrieve` tool and the slates' files as resources."""
+                     version: str = "0.1.0", workers: int | None = None) -> Any:
+    """An `mcp.server.lowlevel.Server` with the `retrieve` tool and the slates' files as resources; its searches
+    and reads run on at most `workers` threads at once (None: anyio's default pool, 40)."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
+
+    if workers is not None and workers < 1:
+        raise ValueError("workers must be at least 1")
+    limiter = anyio.CapacityLimiter(workers) if workers is not None else None
 
     tool = types.Tool(name=TOOL_NAME, title="Retrieve from the served slates", description=_DESCRIPTION,
                       input_schema=PARAMS_SCHEMA, output_schema=OUTPUT_SCHEMA,
@@ -91,7 +100,7 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
     async def call_tool(ctx: Any, params: Any) -> Any:
         if params.name != TOOL_NAME:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name[:80]!r} (this server has {TOOL_NAME!r})")
-        result, failed = await anyio.to_thread.run_sync(call_retrieve, engine, params.arguments)
+        result, failed = await anyio.to_thread.run_sync(call_retrieve, engine, params.arguments, limiter=limiter)
         if failed:
             err = result["error"]
             text = f"retrieve failed, {words_of(err['code'])} ({err['code']}): {err['message']}"
@@ -103,7 +112,7 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
     async def list_resources(ctx: Any, params: Any) -> Any:
         cursor = getattr(params, "cursor", None) if params is not None else None
         try:
-            page, nxt = await anyio.to_thread.run_sync(resources.page, cursor)
+            page, nxt = await anyio.to_thread.run_sync(resources.page, cursor, limiter=limiter)
         except ResourceRefused as exc:
             raise MCPError(code_of(exc), str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a bug is an internal error (-32603), never the SDK's code 0
@@ -115,7 +124,7 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
     async def read_resource(ctx: Any, params: Any) -> Any:
         uri = str(params.uri)
         try:
-            data, mime = await anyio.to_thread.run_sync(resources.read, uri)
+            data, mime = await anyio.to_thread.run_sync(resources.read, uri, limiter=limiter)
         except ResourceRefused as exc:
             raise MCPError(code_of(exc), str(exc)) from None
         except ResourceMissing as exc:
@@ -264,33 +273,34 @@ async def _refuse(send: Any, status: int, message: str, extra: list | None = Non
 
 
 class McpHttpServer(Serving):
-    """MCP over streamable HTTP at `/mcp` (uvicorn), bound to 127.0.0.1 unless told otherwise."""
+    """MCP over streamable HTTP at `/mcp` (uvicorn), bound to 127.0.0.1 unless told otherwise, with the JSON-RPC
+    face's connection limits (`limits`, or `HttpLimits(**limit_args)`) and sessions ended after
+    `session_idle_timeout` idle seconds or, past `max_sessions`, least recently used first."""
 
     path = MCP_PATH
     thread_name = "ladr-serve-mcp"
 
     def __init__(self, server: Any, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                  allow_hosts: tuple[str, ...] | list[str] = (), allow_origins: tuple[str, ...] | list[str] = (),
-                 max_request_bytes: int = MAX_REQUEST_BYTES, keepalive_timeout: float = 5.0,
-                 max_connections: int = 256) -> None:
-        import math
-
-        import uvicorn
+                 max_request_bytes: int = MAX_REQUEST_BYTES, limits: HttpLimits | None = None,
+                 session_idle_timeout: float = SESSION_IDLE_TIMEOUT, max_sessions: int = MAX_SESSIONS,
+                 **limit_args: Any) -> None:
         from mcp.server.transport_security import TransportSecuritySettings
 
+        self.limits = limits if limits is not None else HttpLimits(**limit_args)
         if host not in ("", "0.0.0.0", "::"):   # the bound name is the Host its clients send
             allow_hosts = (*allow_hosts, host)
-        # the SDK's own DNS-rebinding check is off: `_Guard` applies the JSON-RPC face's rules (--allow-host/-origin)
+        # the SDK's own DNS-rebinding check is off: `_Guard` applies the JSON-RPC face's rules (--allow-host/-origin);
+        # its idle timer and session cap are off too: `SessionKeeper` keeps them (sessions.py says why)
         app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=host if host in LOOPBACK_HOSTS else "0.0.0.0",
-            max_request_body_size=max(1, int(max_request_bytes)),
+            max_request_body_size=max(1, int(max_request_bytes)), session_idle_timeout=None, max_sessions=None,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-        self._sock = listen(host or "0.0.0.0", port, accept_backlog(max_connections))
-        config = uvicorn.Config(_Guard(app, Admission(allow_hosts, allow_origins), token), lifespan="on",
-                                ws="none", http="h11", interface="asgi3", loop="asyncio", log_config=None,
-                                log_level="error", access_log=False, server_header=False,
-                                headers=[("server", "ladr-lab-serve")], limit_concurrency=max_connections,
-                                timeout_keep_alive=math.ceil(keepalive_timeout), timeout_graceful_shutdown=2)
-        # the JSON-RPC server's uvicorn subclass: connections still open past the grace period are closed
-        self._serve_on(server_class()(config), self._sock)
+        self.keeper = SessionKeeper(app, session_idle_timeout, max_sessions, MCP_PATH)
+        self._bind(_Guard(self.keeper, Admission(allow_hosts, allow_origins), token), host, port, self.limits,
+                   lifespan="on")
 
+    @property
+    def sessions(self) -> int:
+        """How many MCP sessions are held now."""
+        return self.keeper.sessions

@@ -3,15 +3,17 @@
 `Admission` says which `Host` and `Origin` headers a request may carry (loopback, plus the allowed ones:
 against DNS rebinding), and `token_matches` checks a bearer token in constant time. `Serving` is a uvicorn
 server on its own listening socket (`listen`, with the backlog `accept_backlog` sizes), served in this
-thread or a background one; `server_class` is the uvicorn `Server` it runs, which on shutdown also closes
-the connections still open after the grace period. uvicorn is imported only inside `server_class`.
+thread or a background one; `Serving._bind` is the one setup of both faces: the socket, and uvicorn running
+the bounded h11 protocol of `limits.py` under the face's ASGI app, so both keep the same connection limit,
+eviction and timeouts. `server_class` is the uvicorn `Server` it runs, which on shutdown also closes the
+connections still open after the grace period. uvicorn is imported only inside functions.
 """
 from __future__ import annotations
 
 import hmac
 import socket
 import threading
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["Admission", "LOOPBACK_HOSTS", "Serving", "accept_backlog", "host_name", "listen", "server_class",
            "token_matches"]
@@ -76,6 +78,24 @@ class Serving:
 
     path = "/"
     thread_name = "ladr-serve-http"
+
+    def _bind(self, app: Any, host: str, port: int, limits: Any, lifespan: Literal["on", "off"] = "off") -> None:
+        """Listen on (host, port) and make the uvicorn server that runs `app` bounded by `limits` (an HttpLimits)."""
+        import math
+
+        import uvicorn
+
+        from .limits import limited_protocol
+
+        backlog = accept_backlog(limits.max_connections)
+        sock = listen(host or "0.0.0.0", port, backlog)
+        config = uvicorn.Config(
+            app, http=limited_protocol(limits), ws="none", lifespan=lifespan, interface="asgi3", loop="asyncio",
+            log_config=None, log_level="error", access_log=False, server_header=False,
+            headers=[("server", "ladr-lab-serve")],
+            # limits.py closes idle keep-alive connections on time; uvicorn's own (whole-second) timer is a backstop
+            timeout_keep_alive=math.ceil(limits.keepalive_timeout), timeout_graceful_shutdown=2, backlog=backlog)
+        self._serve_on(server_class()(config), sock)
 
     def _serve_on(self, server: Any, sock: socket.socket) -> None:
         self._server = server

@@ -205,15 +205,3 @@ def test_http_needs_the_bearer_token_and_a_loopback_host(http_url):
     assert status({"Authorization": "Bearer wrong"}) == 401
     assert status({"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}) == 403
     assert status({"Authorization": f"Bearer {TOKEN}", "Origin": "https://evil.example"}) == 403
-
-
-def test_http_options_that_do_not_apply_to_mcp_are_refused_not_ignored(tmp_path):
-    """--header-timeout, --body-timeout, --send-timeout and --workers shape the JSON-RPC HTTP server only: with --mcp
-    the command says so and stops before indexing."""
-    import pytest as _pytest
-
-    from ladr_lab.cli import main
-    with _pytest.raises(SystemExit) as exc:
-        main(["serve", "--mcp", "--http", "127.0.0.1:0", "--slate", f"K={tmp_path}", "--workers", "2",
-              "--body-timeout", "5"])
-    assert "--body-timeout, --workers do not apply to --mcp" in str(exc.value)
