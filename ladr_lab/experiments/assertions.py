@@ -364,7 +364,8 @@ def _from_text(line: str, where: str) -> Assertion:
     m = _THRESHOLD_IN_KIND.fullmatch(head.strip())     # promptfoo's `similar(0.8): text`, `levenshtein(3): text`
     kind, negate = _kind_of(m["kind"] if m else head, where)
     value = rest.strip() if sep else None
-    return Assertion(kind=kind, value=value or None, negate=negate, threshold=m["threshold"] if m else None)
+    threshold: Any = m["threshold"] if m else None      # a number as text: checked as the threshold is
+    return Assertion(kind=kind, value=value or None, negate=negate, threshold=threshold)
 
 
 def _kind_key(key: Any) -> bool:

@@ -371,7 +371,7 @@ def _model(spec: CellSpec, ladder: Ladder, limiter):
 def _cache(spec: CellSpec) -> Any:
     """The response cache this cell's live calls answer through: repeat 1 the folder's own entries, repeat n its own
     (`ResponseCache.for_repeat`), so repeats are fresh samples and a re-run of the experiment replays each."""
-    if not spec.cache or spec.repeat == 1:
+    if not isinstance(spec.cache, str) or spec.repeat == 1:
         return spec.cache
     from ..models.cache import ResponseCache
     return ResponseCache.at(spec.cache).for_repeat(spec.repeat)

@@ -250,9 +250,14 @@ class _Reader:
         if isinstance(value, list):
             if not value:
                 self.fail("variants is empty: give at least one ladder", at, rule="bad-value")
-            out = [self.ladder(v, at + (i,), f"{i + 1}") if isinstance(v, str) else
-                   self.fail(f"variants[{i}] must be a ladder file (got {typename(v)}); name variants with a "
-                             "mapping {NAME: FILE}", at + (i,)) for i, v in enumerate(value)]
+            out = []
+            for i, v in enumerate(value):
+                if isinstance(v, str):
+                    out.append(self.ladder(v, at + (i,), f"{i + 1}"))
+                else:
+                    self.fail(f"variants[{i}] must be a ladder file (got {typename(v)}); name variants with a "
+                              "mapping {NAME: FILE}", at + (i,))
+                    out.append(None)
             return None if None in out else out
         if isinstance(value, dict):
             if not value:

@@ -40,7 +40,7 @@ _NAMES = {"anyOf": [{"type": "string", "minLength": 1}, {"type": "array", "items
 def _assertion() -> dict:
     """An assertion: `KIND: VALUE` text, `{type, value, ...}`, or YAML's `{KIND: VALUE, weight, ...}`."""
     keys = KEY_TABLES["assertion"]
-    types = {"type": {"enum": _kinds()}, "kind": {"enum": _kinds()}, "name": {"type": "string"},
+    types: dict[str, dict] = {"type": {"enum": _kinds()}, "kind": {"enum": _kinds()}, "name": {"type": "string"},
              "threshold": {"type": "number", "minimum": 0}, "negate": {"type": "boolean"},
              "weight": {"type": "number", "minimum": 0}, "metric": {"type": "string", "minLength": 1},
              "provider": {"type": "string", "minLength": 1}}
@@ -71,14 +71,14 @@ def _definitions() -> dict[str, dict]:
 
 def experiment_json_schema() -> dict:
     """The JSON Schema (draft-07) of an experiment file, built from the loader's tables."""
-    types = {
+    types: dict[str, dict] = {
         "description": {"type": "string"},
         "variants": {"anyOf": [_PATH, {"type": "array", "minItems": 1, "items": _PATH},
                                {"type": "object", "minProperties": 1, "propertyNames": _NAME,
                                 "additionalProperties": _ref("ladderOrVariant")}]},
         "knobSets": {"type": "object", "additionalProperties": {"type": "object"}},
         "knobs": {"type": "object"},
-        "inputs": {"anyOf": [{"type": "string", "pattern": r"(?i)\.(csv|jsonl|ndjson)$"},
+        "inputs": {"anyOf": [{"type": "string", "pattern": r"\.(csv|jsonl|ndjson|CSV|JSONL|NDJSON)$"},
                              {"type": "array", "minItems": 1, "items": _ref("row")}]},
         "assert": _ref("asserts"),
         "threshold": _SHARE,

@@ -465,7 +465,7 @@ def load_experiment(out: str | Path) -> Experiment:
     cells = [c for c in latest if (not variants or str(c.variant) in variants)
              and (row_ids is None or c.row in row_ids)]
     order = {v: i for i, v in enumerate(variants)}
-    cells.sort(key=lambda c: (c.pos or 0, order.get(str(c.variant), len(order))))
+    cells.sort(key=lambda c: (c.pos or 0, order.get(str(c.variant), len(order)), c.repeat))
     return Experiment(out, cells, variants or list(dict.fromkeys(str(c.variant) for c in cells)),
                       notes=manifest.notes if manifest else ())
 

@@ -36,11 +36,11 @@ from .cells import (
     check_cell,
     fingerprint,
 )
+from .filters import DEFAULT_SEED, match_rows, pick_variants, row_patterns, sample_rows, split_names
 from .folder import RESULTS, Recorder, cell_key, latest_cells, slates_path, trace_path, write_manifest
 from .inputs import check_input_columns, input_columns, load_inputs
 from .results import COLUMNS, HIDDEN, Evaluation, Experiment
 from .scoring import pass_text
-from .filters import DEFAULT_SEED, match_rows, pick_variants, row_patterns, sample_rows, split_names
 from .variants import Variant, assign_bases, branch_key, load_variants
 
 __all__ = ["RESERVED", "default_grader", "evaluate", "experiment", "schema_reader"]
