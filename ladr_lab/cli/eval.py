@@ -112,7 +112,11 @@ def _over_file(a, spec) -> dict:
     """experiment()'s arguments from an experiment file, the flags given over them: a flag that names one thing
     (--model, --out, --concurrency, --threshold, --repeat, --rows, --variants, a filter...) replaces the file's value;
     a flag that gives entries of a mapping (--knob, --slate, --knob-set, -O and the model options, --rate-limit)
-    sets those entries over the file's; --assert adds assertions to the file's."""
+    sets those entries over the file's; --assert adds assertions to the file's. The file's `outputs:` set the output
+    flag of the same name (`--KIND FILE`) when it was not given."""
+    for kind, path in spec.outputs.items():
+        if getattr(a, kind, None) is None:
+            setattr(a, kind, str(path))
     kw = dict(spec.kwargs)
     scalar = {"model": _model_arg(a.model), "out": a.out, "inputs": a.inputs, "concurrency": a.concurrency,
               "rejudge": a.rejudge, "grader": a.grader}

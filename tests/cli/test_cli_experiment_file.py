@@ -148,3 +148,28 @@ def test_schema_experiment_prints_and_writes_the_files_schema(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == experiment_json_schema()
     assert main(["schema", "--experiment", "--out", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["title"] == "ladr_lab experiment"
+
+
+def test_the_files_outputs_set_the_output_flags_not_given(here, monkeypatch):
+    """`outputs:` takes the kinds OUTPUT_KEYS names; a face that writes one adds its kind there and its flag
+    (`--KIND FILE`) is set from the file unless given."""
+    import argparse
+
+    from ladr_lab.cli.eval import _over_file
+    from ladr_lab.experiments import file
+    from ladr_lab.experiments.file import load_experiment_file
+    monkeypatch.setitem(file.OUTPUT_KEYS, "report", "A report written after the run.")
+    (here / "o.yaml").write_text((here / "e.yaml").read_text() + "outputs: { report: reports/r.txt }\n")
+    spec = load_experiment_file(here / "o.yaml")
+    assert spec.outputs == {"report": here / "reports" / "r.txt"}
+    parser = argparse.ArgumentParser()
+    from ladr_lab.cli import eval as eval_cli
+    sub = parser.add_subparsers()
+    eval_cli.add_parser(sub)
+    a = parser.parse_args(["eval", str(here / "o.yaml")])
+    a.report = None
+    _over_file(a, spec)
+    assert a.report == str(here / "reports" / "r.txt")
+    a.report = "given.txt"
+    _over_file(a, spec)
+    assert a.report == "given.txt"
