@@ -44,10 +44,12 @@ from .errors import (
     SlateError,
     SourceResolutionError,
     TraceError,
+    UsageError,
 )
 from .experiments import (
     Evaluation,
     Experiment,
+    ExperimentFileErrors,
     evaluate,
     experiment,
     load_evaluation,
@@ -94,6 +96,7 @@ __all__ = [
     "Evaluation",
     "Event",
     "Experiment",
+    "ExperimentFileErrors",
     "FORCED_FINAL_LINE",
     "Finding",
     "FolderSpec",
@@ -131,6 +134,7 @@ __all__ = [
     "SourceResolutionError",
     "Trace",
     "TraceError",
+    "UsageError",
     "WatchedLadder",
     "WeightsError",
     "cost_report",

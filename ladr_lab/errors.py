@@ -3,6 +3,9 @@
     LadrError
     ├── ConfigError (also ValueError)        a ladder document is wrong; names step, field, YAML line
     │   └── ConfigErrors                     several ConfigErrors reported at once
+    │       └── ExperimentFileErrors (also UsageError) [experiments/file.py]   an experiment file's problems, all at once
+    ├── UsageError (also ValueError)         what was asked cannot be read: an assertion's kind or value, an option's
+    │                                        value; the command line exits 2 for it (as for a bad flag)
     ├── SlateError                           a slate operation failed (bad path, unreadable metatags)
     │   └── PathRefused                      a path would leave the slate folder, or is hidden
     ├── TraceError                           a trace file cannot be read (missing, not JSONL)
@@ -146,6 +149,11 @@ class ConfigErrors(ConfigError):
         return {**super().to_dict(), "problems": [e.to_dict() for e in self.errors]}
 
 
+class UsageError(LadrError, ValueError):
+    """What was asked cannot be read as asked (an assertion's unknown kind or bad value, an experiment option's bad
+    value): a usage error, which the command line answers with exit code 2, as it does a bad flag."""
+
+
 class SlateError(LadrError):
     """A slate operation failed."""
 
@@ -213,5 +221,5 @@ class SourceResolutionError(RunError):
 __all__ = [
     "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
     "PathRefused", "RunArgumentError", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
-    "TraceError", "short_repr", "short_text",
+    "TraceError", "UsageError", "short_repr", "short_text",
 ]

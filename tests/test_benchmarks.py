@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 CASES = {
+    "assertions_bench": ["--sizes", "100", "--repeat", "1"],
     "rejudge": ["--n", "40", "--repeat", "1"],
     "engine": ["--sizes", "100", "--reps", "1"],
     "experiments": ["--quick", "--no-ray", "--latency", "0.05"],

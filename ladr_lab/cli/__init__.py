@@ -1,7 +1,8 @@
 """The `ladr-lab` command line (SPEC §9); the only place errors become exit codes.
 
 Exit codes: 0 success; 1 a ladder with problems (`validate`), or a run that did not complete
-(`run`: error, aborted, budget_exhausted); 2 bad command-line usage. Each subcommand lives in its
+(`run`: error, aborted, budget_exhausted); 2 bad command-line usage, and a `UsageError` (an assertion that cannot be
+read, an experiment file's problems). Each subcommand lives in its
 own module with an `add_parser(sub)` that registers it.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from .. import errors
 from . import eval as eval_
 from . import lint, run, schema, search_runs, serve, show, slate, trace, validate
-from ._common import _problems
+from ._common import USAGE_ERROR, _problems
 from .printer import OutputClosed, RoundPrinter
 
 _COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema, slate)
@@ -66,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     except errors.ConfigError as exc:
         for p in _problems(exc):
             print(p.format())
-        return 1
+        return USAGE_ERROR if isinstance(exc, errors.UsageError) else 1
     except errors.LadrError as exc:
         print(f"ladr-lab: {exc}", file=sys.stderr)
-        return 1
+        return USAGE_ERROR if isinstance(exc, errors.UsageError) else 1
     except KeyboardInterrupt:
         return 130
     except (BrokenPipeError, OutputClosed):

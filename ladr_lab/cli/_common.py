@@ -4,11 +4,17 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import ConfigError, ConfigErrors, LadrError
+from ..errors import ConfigError, ConfigErrors, LadrError, UsageError
 
 __all__ = ["USAGE_ERROR"]
 
 USAGE_ERROR = 2
+
+
+def _usage(message: str) -> None:
+    """A usage error found after parsing: the message on standard error, then exit 2 (as argparse's own)."""
+    print(f"ladr-lab: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_ERROR)
 
 
 def _kv(items: list[str], flag: str) -> dict:
@@ -63,10 +69,11 @@ def _fail(a, message: str, code: int, exc: BaseException | None = None) -> int:
 
 
 def _json_errors(a, exc: LadrError) -> int:
-    """A command's LadrError with --json: one JSON object (never plain `FILE:LINE:COL: error:` lines); exit 1.
-    Without --json the error is raised again for `main` to print."""
+    """A command's LadrError with --json: one JSON object (never plain `FILE:LINE:COL: error:` lines); exit 1, or 2
+    for a usage error (a bad assertion, an experiment file's problems). Without --json the error is raised again for
+    `main` to print."""
     if not getattr(a, "json", False):
         raise exc
-    message = "invalid ladder: " + "; ".join(p.format() for p in _problems(exc)) if isinstance(exc, ConfigError) \
-        else str(exc)
-    return _fail(a, message, 1, exc)
+    what = "invalid experiment file: " if isinstance(exc, UsageError) else "invalid ladder: "
+    message = what + "; ".join(p.format() for p in _problems(exc)) if isinstance(exc, ConfigError) else str(exc)
+    return _fail(a, message, USAGE_ERROR if isinstance(exc, UsageError) else 1, exc)

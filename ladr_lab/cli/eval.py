@@ -1,5 +1,7 @@
 """`ladr-lab eval LADDER [LADDER...] --inputs FILE --out DIR`: one run per input row, with a progress bar,
-resumable; with several ladders, knob sets, assertions or Ray, an experiment (variants × rows, `experiments`)."""
+resumable; with several ladders, knob sets, assertions, Ray, or a score or filter option, an experiment (variants ×
+rows, `experiments`); `ladr-lab eval EXPERIMENT.yaml`: the experiment an experiment file describes, its options
+overridden by the flags given (`_over_file`)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +10,7 @@ from pathlib import Path
 
 from ..errors import LadrError, ModelError
 from ..experiments.folder import RESULTS, TABLE
-from ._common import USAGE_ERROR, _json_errors, _kv
+from ._common import USAGE_ERROR, _json_errors, _kv, _usage
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
 from .run import _positive
 
@@ -25,9 +27,10 @@ def _model_arg(model: str | None) -> str | None:
 
 
 def _is_experiment(a) -> bool:
-    """Several ladders, knob sets, assertions, Ray, or an inputs file with assertion or label columns."""
+    """Several ladders, knob sets, assertions, Ray, a score or filter option, or an inputs file with assertion or
+    label columns."""
     if len(a.ladder) > 1 or a.knob_set or a.assertion or a.ray is not None or a.rate_limit or a.grader \
-            or a.share_slates:
+            or a.share_slates or any(getattr(a, k) is not None for k in _EXPERIMENT_ONLY) or a.rows or a.variants:
         return True
     from ..experiments.inputs import load_inputs
     from ..experiments.runner import RESERVED
@@ -75,46 +78,168 @@ def _rate_limit(items: list[str]):
     return rates
 
 
-def cmd_experiment(a) -> int:
-    """Run every variant on every row; exit 0 when every cell completed and no assertion failed, 1 otherwise."""
+# the options only an experiment takes (a plain evaluation has no scores, repeats or filters)
+_EXPERIMENT_ONLY = ("threshold", "repeat", "filter_failing", "filter_errors", "sample", "sample_seed")
+
+
+def _experiment_kwargs(a) -> dict:
+    """experiment()'s arguments from the command line alone (no experiment file)."""
+    if a.inputs is None or a.out is None:
+        _usage(f"eval: {'--inputs' if a.inputs is None else '--out'} is required (or give an experiment file: a "
+               "YAML file with variants: and inputs:)")
+    kw = dict(ladders=_variants(a.ladder), inputs=a.inputs, model=_model_arg(a.model), asserts=a.assertion or None,
+              out=a.out, knob_sets=_knob_sets(a.knob_set) or None, knobs=_kv(a.knob, "--knob") or None,
+              concurrency=a.concurrency or 4, backend="ray" if a.ray is not None else "local",
+              ray_address=a.ray or None, rate_limit=_rate_limit(a.rate_limit), rejudge=a.rejudge or "auto",
+              grader=a.grader, slates=_kv(a.slate, "--slate") or None, isolate_slates=not a.share_slates,
+              resume=not a.restart, progress=not a.no_progress and not a.json, model_options=model_options(a),
+              retry_errors=not a.no_retry_errors, cache=cache_arg(a))
+    kw.update(_filter_flags(a))
+    return kw
+
+
+def _filter_flags(a) -> dict:
+    """The score, repeat and filter flags given, as experiment()'s arguments."""
+    kw = {k: getattr(a, k) for k in _EXPERIMENT_ONLY if getattr(a, k) is not None}
+    if a.rows:
+        kw["rows"] = list(a.rows)
+    if a.variants:
+        kw["variants"] = list(a.variants)
+    return kw
+
+
+def _over_file(a, spec) -> dict:
+    """experiment()'s arguments from an experiment file, the flags given over them: a flag that names one thing
+    (--model, --out, --concurrency, --threshold, --repeat, --rows, --variants, a filter...) replaces the file's value;
+    a flag that gives entries of a mapping (--knob, --slate, --knob-set, -O and the model options, --rate-limit)
+    sets those entries over the file's; --assert adds assertions to the file's. The file's `outputs:` set the output
+    flag of the same name (`--KIND FILE`) when it was not given."""
+    for kind, path in spec.outputs.items():
+        if getattr(a, kind, None) is None:
+            setattr(a, kind, str(path))
+    kw = dict(spec.kwargs)
+    scalar = {"model": _model_arg(a.model), "out": a.out, "inputs": a.inputs, "concurrency": a.concurrency,
+              "rejudge": a.rejudge, "grader": a.grader}
+    kw.update({k: v for k, v in scalar.items() if v is not None})
+    if a.ray is not None:
+        kw.update(backend="ray", ray_address=a.ray or None)
+    for flag, key in ((a.share_slates, "isolate_slates"), (a.restart, "resume"), (a.no_retry_errors, "retry_errors")):
+        if flag:
+            kw[key] = False
+    if a.no_progress or a.json:
+        kw["progress"] = False
+    for key, given in (("knobs", _kv(a.knob, "--knob")), ("slates", _kv(a.slate, "--slate")),
+                       ("knob_sets", _knob_sets(a.knob_set)), ("model_options", model_options(a))):
+        if given:
+            kw[key] = {**(kw.get(key) or {}), **given}
+    rates = _rate_limit(a.rate_limit)
+    if rates:
+        had = kw.get("rate_limit")
+        kw["rate_limit"] = {**(had if isinstance(had, dict) else {"*": had} if had is not None else {}), **rates}
+    if a.assertion:
+        kw["asserts"] = [*(kw.get("asserts") or []), *a.assertion]
+    if a.no_cache or a.cache_dir:
+        kw["cache"] = cache_arg(a)
+    kw.update(_filter_flags(a))
+    if kw.get("out") is None:
+        _usage(f"eval: {spec.path} names no out: folder; give --out DIR")
+    return kw
+
+
+def _experiment_file(a):
+    """The experiment file `a.ladder` names (None: it names ladders), its flags checked."""
+    from ..experiments.file import is_experiment_file, load_experiment_file
+    first = Path(a.ladder[0])
+    if len(a.ladder) == 1 and first.suffix.lower() in (".yaml", ".yml") and a.inputs is None \
+            and not is_experiment_file(first) and first.is_file():
+        from ..config.reader import load_yaml
+        try:
+            raw, _ = load_yaml(first.read_text(encoding="utf-8"), str(first))
+        except (LadrError, OSError, UnicodeDecodeError):
+            return load_experiment_file(first)        # says what is wrong with it, as an experiment file
+        if isinstance(raw, dict) and "steps" in raw:
+            return None                                # a ladder: --inputs is said to be missing
+        return load_experiment_file(first)            # neither: its problems as an experiment file's
+    if not any(is_experiment_file(x) for x in a.ladder):
+        return None
+    if len(a.ladder) > 1:
+        _usage("eval: an experiment file is given alone (its variants: name the ladders)")
+    return load_experiment_file(first)
+
+
+def cmd_experiment(a, spec=None) -> int:
+    """Run every variant on every row (from the command line, or an experiment file `spec` with the flags over it);
+    exit 0 when every cell completed and no assertion failed, 1 otherwise; with a pass rate (--pass-rate, the
+    file's passRate) exit 0 when at least that share of cells passed."""
     from ..experiments import experiment
+    bar = a.pass_rate if a.pass_rate is not None else spec.pass_rate if spec is not None else None
     try:
-        exp = experiment(_variants(a.ladder), a.inputs, model=_model_arg(a.model), asserts=a.assertion or None,
-                         out=a.out, knob_sets=_knob_sets(a.knob_set) or None, knobs=_kv(a.knob, "--knob") or None,
-                         concurrency=a.concurrency, backend="ray" if a.ray is not None else "local",
-                         ray_address=a.ray or None, rate_limit=_rate_limit(a.rate_limit), rejudge=a.rejudge,
-                         grader=a.grader, slates=_kv(a.slate, "--slate") or None,
-                         isolate_slates=not a.share_slates,
-                         resume=not a.restart, progress=not a.no_progress and not a.json,
-                         model_options=model_options(a), retry_errors=not a.no_retry_errors,
-                         cache=cache_arg(a))
+        kw = _over_file(a, spec) if spec is not None else _experiment_kwargs(a)
+        exp = experiment(kw.pop("ladders"), kw.pop("inputs"), **kw)
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = exp.counts()
     failed = sum(r.get("passed") is False for r in exp.rows)
+    rate = exp.pass_rate()
     if a.json:
         summary = [{k: (None if isinstance(v, float) and v != v else v) for k, v in s.items()}   # NaN: no JSON
                    for s in exp.summary_rows()]
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
                           "summary": summary, "notes": exp.notes, "retried": exp.retried, "out": str(exp.out),
-                          "results": str(exp.out / TABLE)}, default=str))
+                          "results": str(exp.out / TABLE), "pass_rate": rate,
+                          **({"pass_rate_required": bar} if bar is not None else {})}, default=str))
     else:
         print(exp.format())
+        if bar is not None:
+            print(f"pass rate {_pct(rate)} of {len(exp.cells)} cell(s): {'at or above' if _meets(rate, bar) else 'below'}"
+                  f" the bar of {bar:.0%}")
+    if bar is not None:
+        return 0 if _meets(rate, bar) else 1
     return 0 if set(counts) <= {"completed"} and not failed else 1
 
 
+def _meets(rate: float | None, bar: float) -> bool:
+    return rate is not None and rate >= bar - 1e-12
+
+
+def _pct(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate:.1%}"
+
+
+def _fraction(text: str) -> float:
+    """A share from 0 to 1 (`--pass-rate 0.9`, `--threshold 0.5`); anything else is a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        import argparse
+        raise argparse.ArgumentTypeError(f"give a number from 0 to 1 (got {text!r})")
+    return value
+
+
 def cmd_eval(a) -> int:
-    """Evaluate a ladder over an inputs file; exit 0 when every row completed, 1 otherwise, 130 if interrupted."""
+    """Evaluate a ladder over an inputs file; exit 0 when every row completed (with --pass-rate: when at least that
+    share did), 1 otherwise, 130 if interrupted; an experiment file or experiment options run an experiment."""
     from ..experiments import evaluate
     from ..models import key_problem
     problem = key_problem(a.model, model_options(a)) if a.model else None
     if problem:     # a missing API key: said at once, from the name, not as every cell's error
         return _json_errors(a, ModelError(problem))
+    try:
+        spec = _experiment_file(a)
+    except LadrError as exc:
+        return _json_errors(a, exc)
+    if spec is not None:
+        return cmd_experiment(a, spec)
+    if a.inputs is None or a.out is None:
+        _usage(f"eval: {'--inputs' if a.inputs is None else '--out'} is required (or give an experiment file: a "
+               "YAML file with variants: and inputs:)")
     if _is_experiment(a):
         return cmd_experiment(a)
     a.ladder = a.ladder[0]
     try:
-        ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency, out=a.out,
+        ev = evaluate(a.ladder, a.inputs, model=_model_arg(a.model), concurrency=a.concurrency or 4, out=a.out,
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
                       isolate_slates=a.isolate_slates, resume=not a.restart,
                       progress=not a.no_progress and not a.json, model_options=model_options(a),
@@ -122,26 +247,39 @@ def cmd_eval(a) -> int:
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = ev.counts()
+    rate = ev.pass_rate()
     if a.json:
         print(json.dumps({"rows": len(ev.rows), "counts": counts, "retried": ev.retried, "out": str(ev.out),
-                          "results": str(ev.out / TABLE)}))
+                          "results": str(ev.out / TABLE),
+                          **({"pass_rate": rate, "pass_rate_required": a.pass_rate} if a.pass_rate is not None
+                             else {})}))
     else:
         print(ev.format())
+        if a.pass_rate is not None:
+            print(f"pass rate {_pct(rate)} of {len(ev.cells)} row(s) completed: "
+                  f"{'at or above' if _meets(rate, a.pass_rate) else 'below'} the bar of {a.pass_rate:.0%}")
+    if a.pass_rate is not None:
+        return 0 if _meets(rate, a.pass_rate) else 1
     return 0 if set(counts) <= {"completed"} else 1
 
 
 def add_parser(sub) -> None:
     """Register `eval`."""
     p = sub.add_parser("eval", help="run a ladder over many inputs (CSV or JSONL), one trace per row; several "
-                                    "ladders (or knob sets, or assertions): an experiment, variants × rows")
+                                    "ladders (or knob sets, or assertions): an experiment, variants × rows; an "
+                                    "experiment file (YAML): the experiment it describes")
     p.add_argument("ladder", nargs="+", metavar="LADDER",
-                   help="a ladder file, or NAME=FILE; several are the variants of an experiment")
-    p.add_argument("--inputs", required=True, metavar="FILE",
+                   help="a ladder file, or NAME=FILE; several are the variants of an experiment; or one experiment "
+                        "file (a YAML file with variants: and inputs:, docs/experiments.md), whose options the flags "
+                        "given override")
+    p.add_argument("--inputs", metavar="FILE",
                    help="a .csv or .jsonl file: column id names the row, context (or input) sets input.context, "
-                        "any other column input.NAME")
-    p.add_argument("--out", required=True, metavar="DIR", help=f"traces/, {RESULTS} and {TABLE} go here")
+                        "any other column input.NAME (required without an experiment file)")
+    p.add_argument("--out", metavar="DIR", help=f"traces/, {RESULTS} and {TABLE} go here (required without an "
+                                                "experiment file that names out:)")
     p.add_argument("--model", help="offline (default), script:PATH, local[:NAME], or a litellm model name")
-    p.add_argument("--concurrency", type=_positive, default=4, metavar="N", help="rows run at once (default 4)")
+    p.add_argument("--concurrency", type=_positive, default=None, metavar="N",
+                   help="rows run at once (default 4)")
     p.add_argument("--knob", action="append", default=[], metavar="K=V")
     p.add_argument("--slate", action="append", default=[], metavar="TITLE=DIR")
     p.add_argument("--isolate-slates", action="store_true",
@@ -164,7 +302,7 @@ def add_parser(sub) -> None:
                                                      "it is a model name, offline being a deterministic stand-in)")
     x.add_argument("--share-slates", action="store_true",
                    help="cells share the slates the ladder writes to (default in an experiment: a copy per cell)")
-    x.add_argument("--rejudge", choices=("auto", "only", "off"), default="auto",
+    x.add_argument("--rejudge", choices=("auto", "only", "off"), default=None,
                    help="variants that differ only in requestMatch or gates: re-judged from the recorded runs, "
                         "going live where the recording ends (auto), never live (only), or run again (off)")
     x.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
@@ -172,6 +310,26 @@ def add_parser(sub) -> None:
                         "needs ladr_lab[ray]")
     x.add_argument("--rate-limit", action="append", default=[], metavar="[PROVIDER=]RATE",
                    help="calls per period shared by every worker, e.g. 60/min or openai=5/s")
+    f = p.add_argument_group("scores, repeats and filters (docs/experiments.md, \"Scores\" and \"Filters\")")
+    f.add_argument("--pass-rate", type=_fraction, metavar="R",
+                   help="exit 0 when at least this share of cells passed (0 to 1; errors and unchecked cells count as "
+                        "not passed); default: exit 0 only when every cell completed and none failed")
+    f.add_argument("--threshold", type=_fraction, metavar="T",
+                   help="a cell passes when the weighted score of its assertions is at least T (promptfoo's test "
+                        "threshold; each assertion's weight: in an experiment file or an assert column)")
+    f.add_argument("--repeat", type=_positive, metavar="N",
+                   help="run each cell N times (runs 2..N ask the model afresh, bypassing the response cache's "
+                        "answers of run 1); the summary shows how far they agree")
+    f.add_argument("--filter-failing", metavar="DIR",
+                   help="run only the cells (variant, row) that failed in the experiment folder DIR")
+    f.add_argument("--filter-errors", metavar="DIR",
+                   help="run only the cells that ended in an error in the experiment folder DIR")
+    f.add_argument("-n", "--sample", type=_positive, metavar="N", help="run a random sample of N rows (seeded)")
+    f.add_argument("--sample-seed", type=int, metavar="S", help="the sample's seed (default 0)")
+    f.add_argument("--rows", action="append", default=[], metavar="PATTERN",
+                   help="run only the rows whose id matches: a glob (q*, dedup-?) or re:REGEX (repeat for more)")
+    f.add_argument("--variants", action="append", default=[], metavar="A,B",
+                   help="run only these variants (names, comma-separated)")
     add_model_options(p)
     add_cache_options(p)
     p.set_defaults(fn=cmd_eval)

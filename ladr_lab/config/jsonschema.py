@@ -66,21 +66,31 @@ _SCHEMA_VALUE = {"anyOf": [{"type": "object", "minProperties": 1},
                            {"type": "string", "minLength": 1, "description": "The JSON Schema written as JSON text."}]}
 
 
-def _obj(kind: str, types: dict[str, dict], required: tuple = (), **extra: Any) -> dict:
-    """A construct as a closed object: exactly the keys of its loader table, each with its sentence."""
-    keys = KEY_TABLES[kind]
+def closed_object(keys: dict[str, str], types: dict[str, dict], required: tuple = (), description: str | None = None,
+                  **extra: Any) -> dict:
+    """A closed object of JSON Schema: exactly the keys of a loader's key table, each with its type and its sentence
+    (what an editor shows on hover); a type for a key the table lacks is a ValueError. The experiment file's schema
+    (experiments/file_schema.py) is built with it too."""
     unknown = set(types) - set(keys)
     if unknown:
-        raise ValueError(f"{kind}: {sorted(unknown)} are not keys of its table")
+        raise ValueError(f"{sorted(unknown)} are not keys of its table")
     out: dict[str, Any] = {"type": "object"}
-    if kind in _CONSTRUCTS:
-        out["description"] = _CONSTRUCTS[kind]
+    if description:
+        out["description"] = description
     out["properties"] = {k: {**types.get(k, {}), "description": text} for k, text in keys.items()}
     out["additionalProperties"] = False
     if required:
         out["required"] = list(required)
     out.update(extra)
     return out
+
+
+def _obj(kind: str, types: dict[str, dict], required: tuple = (), **extra: Any) -> dict:
+    """A construct as a closed object: exactly the keys of its loader table, each with its sentence."""
+    try:
+        return closed_object(KEY_TABLES[kind], types, required, _CONSTRUCTS.get(kind), **extra)
+    except ValueError as exc:
+        raise ValueError(f"{kind}: {exc}") from None
 
 
 def _metatags() -> dict:
@@ -188,4 +198,4 @@ def to_schema_text(schema: dict | None = None) -> str:
     return json.dumps(ladder_json_schema() if schema is None else schema, indent=2, ensure_ascii=False) + "\n"
 
 
-__all__ = ["DRAFT", "SCHEMA_FILE", "ladder_json_schema", "to_schema_text"]
+__all__ = ["DRAFT", "SCHEMA_FILE", "closed_object", "ladder_json_schema", "to_schema_text"]

@@ -78,6 +78,7 @@ class CellSpec:
     then: Any = None                           # who answers live after a re-judged cell's divergence (None: nobody)
     limit_key: str | None = None               # the provider a rate limiter counts this cell's live calls under
     cache: str | bool = False                  # the response cache's folder (models/cache.py), or False: none
+    repeat: int = 1                            # which run of the cell this is (`repeat=N`: 1..N)
 
 
 # ---- where a cell's result came from ---------------------------------------------------------------------------
@@ -149,6 +150,8 @@ RUN_COLUMNS = ("status", "output", "llm_calls", "tokens_in", "tokens_out", "cost
                "error", "error_type", "error_step")
 _TAIL = ("seconds", "trace", "fingerprint", "pos")
 _CHECK_KEYS = ("passed", "reasons", "asserts", "asserts_fp")
+# an experiment's scoring (weights, metrics, a cell threshold: scoring.py), on the lines of cells checked with it only
+_SCORE_KEYS = ("score", "scores", "weights", "threshold", "metrics")
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,7 @@ class CellResult:
     error_step: str | None = None
     live_calls: int | None = None          # a re-judged cell's calls answered live (None: not a re-judged cell)
     retried: int = 0                       # how many earlier runs of this cell ended in an error (a re-run's retry)
+    repeat: int = 1                        # which run of its (variant, row) this is, with `repeat=N` (1..N)
     seconds: float = 0.0
     trace: str = ""                        # the trace file, relative to the output folder ("" when none)
     fingerprint: str | None = None
@@ -181,17 +185,29 @@ class CellResult:
     source: CellSource | None = None
     checks: Mapping[str, AssertionResult] | None = None
     asserts_fp: str | None = None
+    # scoring (scoring.py), set when the cell was checked with weights, metrics or a threshold (`scored`)
+    scored: bool = False
+    weights: Mapping[str, float] = field(default_factory=dict)     # the assertions whose weight is not 1
+    threshold: float | None = None                                 # the cell threshold on the weighted score
+    scores: Mapping[str, float] = field(default_factory=dict)      # each checked assertion's 0..1 score
+    metrics: Mapping[str, float] = field(default_factory=dict)     # each named metric's score in this cell
     extra: Mapping[str, Any] = field(default_factory=dict)   # columns this version does not know, kept as read
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)   # a line's key order, as read
 
     # ---- what it says ----------------------------------------------------------------------------------------
     @property
     def passed(self) -> bool | None:
-        """Every assertion passed (True), one failed (False), or None: no assertions, or one could not be checked."""
-        if not self.checks:
-            return None
-        verdicts = [r.passed for r in self.checks.values()]
-        return False if False in verdicts else True if all(verdicts) else None
+        """Every assertion passed (True), one failed (False), or None: no assertions, or one could not be checked;
+        with weights or a threshold, scoring.py's rules (weight 0 never fails a cell; a threshold on the weighted
+        score decides)."""
+        from .scoring import cell_verdict
+        return cell_verdict(self.checks or {}, self.weights, self.threshold, self.scores)
+
+    @property
+    def score(self) -> float | None:
+        """The weighted score of the checked assertions, 0..1 (None: none was checked)."""
+        from .scoring import cell_score
+        return cell_score(self.checks or {}, self.weights, self.scores)
 
     @property
     def rejudged(self) -> bool:
@@ -220,7 +236,7 @@ class CellResult:
         """A cell that has no run to show: an error before or around its run (status `error`), or a re-judged cell
         with nothing to re-judge (`unsettled`); nothing called, nothing counted."""
         return cls(row=spec.row, variant=spec.variant, inputs=dict(spec.fields), status=status, error=error,
-                   error_type=error_type, error_step=error_step, seconds=round(seconds, 3),
+                   error_type=error_type, error_step=error_step, seconds=round(seconds, 3), repeat=spec.repeat,
                    trace=spec.trace if trace is None else trace,
                    fingerprint=spec.fingerprint if fingerprint is None else fingerprint, pos=spec.pos, source=source)
 
@@ -246,12 +262,17 @@ class CellResult:
             d["live_calls"] = self.live_calls
         if self.retried:           # only on a retried cell's line: other lines keep the keys they always had
             d["retried"] = self.retried
+        if self.repeat != 1:       # only on repeats 2..N: a line of a run without repeats is as it was
+            d["repeat"] = self.repeat
         d.update({k: getattr(self, k) for k in _TAIL})
         if self.source is not None:
             d["source"] = self.source.text
         if self.checks is not None:
             d.update({n: r.passed for n, r in self.checks.items()})
             d.update(passed=self.passed, reasons=self.reasons(), asserts=self.asserts, asserts_fp=self.asserts_fp)
+            if self.scored:        # only when weights, metrics or a threshold were asked for
+                d.update(score=self.score, scores=dict(self.scores), weights=dict(self.weights),
+                         threshold=self.threshold, metrics=dict(self.metrics))
         for k, v in self.extra.items():
             d.setdefault(k, v)
         if self.order and set(self.order) == set(d):    # a line read back is written back byte for byte
@@ -269,9 +290,14 @@ class CellResult:
             why = d.get("reasons") or {}
             checks = {n: AssertionResult(d.get(n), str(why.get(n, "") if isinstance(why, Mapping) else ""))
                       for n in names}
-        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", *_TAIL, "source", *_CHECK_KEYS,
+        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", "repeat", *_TAIL, "source", *_CHECK_KEYS,
                  *(names or ())}
-        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried") if k in d}
+        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried", "repeat") if k in d}
+        if checks is not None and "score" in d:
+            known.update(_SCORE_KEYS)
+            kw.update(scored=True, weights=_floats(d.get("weights")), scores=_floats(d.get("scores")),
+                      metrics=_floats(d.get("metrics")),
+                      threshold=float(d["threshold"]) if isinstance(d.get("threshold"), (int, float)) else None)
         return cls(row=str(d.get("row")), variant=None if d.get("variant") is None else str(d["variant"]),
                    inputs={k[len("input."):]: v for k, v in d.items() if k.startswith("input.")},
                    source=CellSource.parse(d["source"]) if "source" in d else None, checks=checks,
@@ -287,7 +313,15 @@ class CellResult:
     @classmethod
     def columns(cls) -> tuple[str, ...]:
         """The columns every cell has, in order (the inputs, a column per assertion and `passed` aside)."""
-        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", *_TAIL, "source", *_CHECK_KEYS)
+        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", "repeat", *_TAIL, "source", *_CHECK_KEYS,
+                *_SCORE_KEYS)
+
+
+def _floats(value: Any) -> dict[str, float]:
+    """A results line's {name: number} mapping (scores, weights, metrics), numbers only."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 # ---- running one -----------------------------------------------------------------------------------------------
@@ -328,10 +362,19 @@ def _model(spec: CellSpec, ladder: Ladder, limiter):
     if spec.replay:    # closing a replay closes its live model: only when this cell made that model
         if model is not None and spec.cache:     # the live calls after a divergence answer through the cache too
             from ..models.cache import with_cache
-            model = with_cache(model, spec.cache, owns=owned)
+            model = with_cache(model, _cache(spec), owns=owned)
             owned = True
         return ReplayModel(spec.replay, then=model), owned or model is None
     return model, owned
+
+
+def _cache(spec: CellSpec) -> Any:
+    """The response cache this cell's live calls answer through: repeat 1 the folder's own entries, repeat n its own
+    (`ResponseCache.for_repeat`), so repeats are fresh samples and a re-run of the experiment replays each."""
+    if not isinstance(spec.cache, str) or spec.repeat == 1:
+        return spec.cache
+    from ..models.cache import ResponseCache
+    return ResponseCache.at(spec.cache).for_repeat(spec.repeat)
 
 
 def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
@@ -348,7 +391,7 @@ def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
         bound = _bind(spec)
         model, owned = _model(spec, ladder, limiter)
         run = Run(ladder, model=model, inputs=dict(spec.fields), slates=bound, trace_out=Path(spec.out) / spec.trace,
-                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=spec.cache)
+                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=_cache(spec))
         try:
             res = run.run()
         finally:       # an interrupt leaves the run unfinished: still close its trace file and models
@@ -366,7 +409,7 @@ def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
             latency=round(sum(e.latency or 0.0 for e in run.trace.events if isinstance(e, LlmCall)), 3),
             error=error, error_type=res.error_type, error_step=res.error_step,
             live_calls=(res.live_calls or 0) if spec.replay else None, trace=spec.trace,
-            fingerprint=spec.fingerprint, pos=spec.pos)
+            fingerprint=spec.fingerprint, pos=spec.pos, repeat=spec.repeat)
     except Exception as exc:  # one cell's failure is that cell's result, never the whole batch's end
         cell = CellResult.failed(spec, f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__,
                                  error_step=getattr(exc, "step_id", None))
@@ -389,28 +432,47 @@ class CellTask:
     asserts: tuple[Assertion, ...] = ()
     grader: str | None = None
     source: CellSource | None = field(default_factory=CellSource)
+    threshold: float | None = None             # the cell threshold on the weighted score (scoring.py)
 
 
-def asserts_fingerprint(asserts: tuple[Assertion, ...], grader: str | None) -> str:
+def asserts_fingerprint(asserts: tuple[Assertion, ...], grader: str | None, threshold: float | None = None) -> str:
     """What a cell's assertion results depend on besides its run: a changed assertion is re-checked, not re-run."""
-    data = json.dumps([[a.kind, a.value if not callable(a.value) else
-                        f"{getattr(a.value, '__module__', '')}:{getattr(a.value, '__qualname__', 'fn')}",
-                        a.name, a.negate, a.threshold] for a in asserts] + [grader], sort_keys=True, default=str)
+    def one(a: Assertion) -> list:
+        fp = [a.kind, a.value if not callable(a.value) else
+              f"{getattr(a.value, '__module__', '')}:{getattr(a.value, '__qualname__', 'fn')}",
+              a.name, a.negate, a.threshold]
+        # weights, metrics and providers only when used: cells checked before they existed keep their fingerprint
+        return fp + [a.weight, a.metric, a.provider] if a.scored or a.provider else fp
+
+    doc: list = [one(a) for a in asserts] + [grader]
+    if threshold is not None:
+        doc.append({"threshold": threshold})
+    data = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
-def check_cell(cell: CellResult, asserts: tuple[Assertion, ...], out: str | Path, *, grader=None) -> CellResult:
-    """The cell with its assertions checked (each True, False, or None when it could not be checked, and why)."""
+def check_cell(cell: CellResult, asserts: tuple[Assertion, ...], out: str | Path, *, grader=None,
+               threshold: float | None = None) -> CellResult:
+    """The cell with its assertions checked (each True, False, or None when it could not be checked, and why), and,
+    with weights, metrics or a cell `threshold`, scored (scoring.py)."""
     from .assertions import check_all
+    from .scoring import metric_scores, unit_score
     results: dict[str, AssertionResult] = {}
     if asserts:
         trace = None
         path = Path(out) / cell.trace
         if cell.trace and path.is_file():
             trace = Trace.of(path)
-        plain = cell.replace(checks=None, asserts_fp=None).to_dict()
+        plain = cell.replace(checks=None, asserts_fp=None, scored=False, weights={}, threshold=None, scores={},
+                             metrics={}).to_dict()
         results = check_all(asserts, plain, trace, grader=grader)
-    return cell.with_checks(results, asserts_fingerprint(asserts, grader))
+    checked = cell.with_checks(results, asserts_fingerprint(asserts, grader, threshold))
+    if threshold is None and not any(a.scored for a in asserts):
+        return checked.replace(scored=False, weights={}, threshold=None, scores={}, metrics={})
+    scores = {a.name: s for a in asserts if (r := results.get(a.name)) is not None
+              and (s := unit_score(a, r)) is not None}
+    return checked.replace(scored=True, weights={a.name: a.weight for a in asserts if a.weight != 1},
+                           threshold=threshold, scores=scores, metrics=metric_scores(asserts, results, scores))
 
 
 def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> CellResult:
@@ -421,4 +483,5 @@ def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> CellResult:
     source = task.source
     if task.spec.replay and cell.live_calls:
         source = dataclasses.replace(source, live_calls=cell.live_calls)
-    return check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader)
+    return check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader,
+                      threshold=task.threshold)

@@ -22,12 +22,20 @@ Decisions:
 - `fetched` matches paths as the slate's `glob` mode does (`slate.globbing.match_glob`).
 - `model-graded` with the `offline` model is a deterministic stand-in, not a grader: it passes when at least
   half of the rubric's content words occur in the output, and says so.
+- `similar` embeds the value and the output with the embedder `similarTo` uses by default (`slate.get_embedder`:
+  the offline hashing embedder, no download), or the one the assertion's `provider` names (`st:MODEL`,
+  `litellm:MODEL`), made once per process; the score is the cosine similarity, passing at >= the threshold (0.75,
+  promptfoo's default). `levenshtein` is promptfoo's: the edit distance between the stripped output and the stripped
+  value (rapidfuzz, bit-parallel), passing at <= the threshold (default 5).
+- A kind whose result's `score` is a 0..1 grade (`Check.graded`: python, model-graded, similar) gives that score to
+  the cell's weighted score (`scoring.py`); every other kind counts 1 for a pass and 0 for a fail.
 """
 from __future__ import annotations
 
 import inspect
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,7 +48,7 @@ from .cells import CellSource
 if TYPE_CHECKING:
     from .assertions import Assertion
 
-__all__ = ["CHECKS", "KINDS", "AssertionResult", "Check", "check"]
+__all__ = ["CHECKS", "KINDS", "LEVENSHTEIN_THRESHOLD", "SIMILAR_THRESHOLD", "AssertionResult", "Check", "check"]
 
 _STOP = frozenset("""that this with from have has should must does what when which their there about into than then
 them they will would could only also some more most very each other been were being just like such your
@@ -66,13 +74,16 @@ class Check:
     its value (`assertions` reads it: "text", "regex", "json" (an optional JSON Schema), "schema", "count" (a whole
     number >= 0), "number" (>= 0), "status" or "function"), and the flags say what the check needs: the cell's
     output (`content`: a cell that ended in error without one fails it), its trace, a grader model. A check that
-    does not declare the trace or the grader is given None for it."""
+    does not declare the trace or the grader is given None for it. `graded`: its result's `score` is a 0..1 grade
+    that the cell's weighted score uses (other kinds count a pass 1, a fail 0); `threshold` its default threshold."""
 
     fn: CheckFn
     value: str = "text"
     content: bool = True
     needs_trace: bool = False
     needs_grader: bool = False
+    graded: bool = False
+    threshold: float | None = None
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -337,6 +348,59 @@ def _graded(a: Assertion, out: str, cell: Mapping[str, Any], trace: Any, grader:
     return _outcome(verdict, a.threshold, f"grader {name}")
 
 
+# ---- similarity ----------------------------------------------------------------------------------------------
+
+_EMBEDDERS: dict[str, Any] = {}
+_EMBEDDERS_LOCK = threading.Lock()
+SIMILAR_THRESHOLD = 0.75          # promptfoo's default
+LEVENSHTEIN_THRESHOLD = 5         # promptfoo's default
+
+
+def _embedder(name: str | None) -> Any:
+    """The embedder `name` chooses (None: the offline hashing one `similarTo` uses by default), made once per
+    process: a sentence-transformers model loads once, not once per cell."""
+    key = name or "hashing"
+    with _EMBEDDERS_LOCK:
+        found = _EMBEDDERS.get(key)
+        if found is None:
+            if key.startswith("litellm:"):
+                from ..models import embedding  # noqa: F401   # registers the litellm embedder with the slate
+            from ..slate.embed import get_embedder
+            found = _EMBEDDERS[key] = get_embedder(name)
+        return found
+
+
+def _cosine(u: list[float], v: list[float]) -> float:
+    dot = sum(a * b for a, b in zip(u, v, strict=False))
+    norm = math.hypot(*u) * math.hypot(*v)
+    return dot / norm if norm else 0.0
+
+
+def _similar(a: Assertion, out: str, cell: Mapping[str, Any], trace: Any, grader: Any) -> AssertionResult:
+    limit = SIMILAR_THRESHOLD if a.threshold is None else a.threshold
+    try:
+        embedder = _embedder(a.provider)
+        want, got = embedder.embed([a.value, out])
+    except LadrError as exc:        # a model that is not installed, a provider that failed: unchecked, said why
+        return AssertionResult(None, f"the embedder {a.provider or 'hashing'} failed: {exc}")
+    except Exception as exc:        # an embedder's own failure never stops the experiment
+        return AssertionResult(None, f"the embedder {a.provider or 'hashing'} failed: {type(exc).__name__}: "
+                                     f"{_short(str(exc), 200)}")
+    sim = _cosine(want, got)
+    ok = sim >= limit
+    return AssertionResult(ok, f"similarity {sim:.3f} {'≥' if ok else '<'} {limit:g} to {_quote(a.value)} "
+                               f"({getattr(embedder, 'name', 'embedder')})", score=sim)
+
+
+def _levenshtein(a: Assertion, out: str, cell: Mapping[str, Any], trace: Any, grader: Any) -> AssertionResult:
+    from rapidfuzz.distance import Levenshtein
+    limit = LEVENSHTEIN_THRESHOLD if a.threshold is None else a.threshold
+    distance = Levenshtein.distance(out.strip(), a.value.strip())
+    ok = distance <= limit
+    return AssertionResult(ok, f"edit distance {distance} {'≤' if ok else '>'} {limit:g} from {_quote(a.value)}",
+                           score=float(distance))
+
+
 # ---- the registry ------------------------------------------------------------------------------------------
 
 CHECKS: dict[str, Check] = {
@@ -356,8 +420,10 @@ CHECKS: dict[str, Check] = {
                                 rejudged=("latency", "seconds (recorded model time: the cell was re-judged)")),
                          value="number", content=False),
     "status": Check(_status, value="status", content=False),
-    "python": Check(_python, value="function", content=False, needs_trace=True),
-    "model-graded": Check(_graded, needs_grader=True),
+    "python": Check(_python, value="function", content=False, needs_trace=True, graded=True),
+    "model-graded": Check(_graded, needs_grader=True, graded=True),
+    "similar": Check(_similar, graded=True, threshold=SIMILAR_THRESHOLD),
+    "levenshtein": Check(_levenshtein, threshold=LEVENSHTEIN_THRESHOLD),
 }
 KINDS: tuple[str, ...] = tuple(CHECKS)
 

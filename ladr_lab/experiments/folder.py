@@ -7,6 +7,7 @@
     experiment.json    an experiment's manifest: its variants, their bases, the assertions, the model, the rows
     traces/ROW.jsonl             an evaluation's trace per row
     VARIANT/traces/ROW.jsonl     an experiment's trace per cell (slates copied per cell under VARIANT/slates/ROW)
+    VARIANT/traces/ROW@R.jsonl   run R (2..N) of a cell repeated N times (`repeat=N`); `@` is never in a safe name
 """
 from __future__ import annotations
 
@@ -19,9 +20,8 @@ from typing import Any
 
 from .cells import CellResult, safe_name
 
-__all__ = ["MANIFEST", "RESULTS", "SUMMARY", "TABLE", "Manifest", "Recorder", "latest_cells", "read_manifest",
-           "read_results", "slates_path", "trace_path",
-           "write_manifest"]
+__all__ = ["MANIFEST", "RESULTS", "SUMMARY", "TABLE", "Manifest", "Recorder", "cell_key", "latest_cells",
+           "read_manifest", "read_results", "slates_path", "trace_path", "write_manifest"]
 
 RESULTS = "results.jsonl"
 TABLE = "results.csv"
@@ -29,17 +29,21 @@ SUMMARY = "summary.csv"
 MANIFEST = "experiment.json"
 
 
-def trace_path(variant: str | None, row: str) -> str:
+def _run_name(row: str, repeat: int) -> str:
+    return safe_name(row) + (f"@{repeat}" if repeat != 1 else "")
+
+
+def trace_path(variant: str | None, row: str, repeat: int = 1) -> str:
     """Where a cell's trace goes, relative to the folder: `traces/ROW.jsonl` for an evaluation's row (no variant),
-    `VARIANT/traces/ROW.jsonl` for an experiment's cell."""
-    name = f"traces/{safe_name(row)}.jsonl"
+    `VARIANT/traces/ROW.jsonl` for an experiment's cell, `VARIANT/traces/ROW@R.jsonl` for its run R > 1."""
+    name = f"traces/{_run_name(row, repeat)}.jsonl"
     return name if variant is None else f"{safe_name(variant)}/{name}"
 
 
-def slates_path(variant: str | None, row: str) -> str:
+def slates_path(variant: str | None, row: str, repeat: int = 1) -> str:
     """Where a cell's own copies of the slates it writes go, relative to the folder: `slates/ROW` (an evaluation's
-    row), `VARIANT/slates/ROW` (an experiment's cell)."""
-    name = f"slates/{safe_name(row)}"
+    row), `VARIANT/slates/ROW` (an experiment's cell), `VARIANT/slates/ROW@R` (its run R > 1)."""
+    name = f"slates/{_run_name(row, repeat)}"
     return name if variant is None else f"{safe_name(variant)}/{name}"
 
 
@@ -59,12 +63,18 @@ def read_results(path: str | Path) -> list[dict]:
     return out
 
 
+def cell_key(variant: str | None, row: str, repeat: Any = 1) -> tuple[str | None, str, int]:
+    """How a cell of an experiment is found again: (variant, row, repeat)."""
+    return variant, str(row), repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 1
+
+
 def latest_cells(out: str | Path, *, by_variant: bool = True) -> list[CellResult]:
     """The last result of each cell in a folder's results.jsonl, in the order cells first finished; keyed by
-    (variant, row), or by row alone (`by_variant=False`: how an evaluation reads its folder)."""
+    (variant, row, repeat), or by row alone (`by_variant=False`: how an evaluation reads its folder)."""
     latest: dict[Any, dict] = {}
     for rec in read_results(Path(out) / RESULTS):
-        latest[(rec.get("variant"), str(rec["row"])) if by_variant else str(rec["row"])] = rec
+        latest[cell_key(rec.get("variant"), rec["row"], rec.get("repeat", 1)) if by_variant
+               else str(rec["row"])] = rec
     return [CellResult.from_dict(rec) for rec in latest.values()]
 
 
@@ -112,16 +122,22 @@ def read_manifest(out: str | Path) -> Manifest | None:
 
 
 def write_manifest(out: str | Path, variants: Iterable[Any], common: Iterable[Any], model: Any, grader: str | None,
-                   rows: list[str], notes: list[str]) -> None:
-    """Write experiment.json (atomically): the variants (name, source, ladder, knobs, base), the common assertions,
-    the model and grader, the rows' ids and the notes."""
+                   rows: list[str], notes: list[str], extra: dict[str, Any] | None = None) -> None:
+    """Write experiment.json (atomically): the variants (name, source, ladder, knobs, base), the common assertions
+    (with their weight, metric and threshold when set), the model and grader, the rows' ids and the notes; `extra`
+    (the cell threshold, the repeats, the filters that chose the cells) only when given."""
+    def one(a: Any) -> dict[str, Any]:
+        d = {"type": ("not-" if a.negate else "") + a.kind, "name": a.name,
+             "value": a.value if not callable(a.value) else getattr(a.value, "__qualname__", "python")}
+        d.update({k: getattr(a, k) for k, default in (("weight", 1.0), ("metric", None), ("threshold", None),
+                                                      ("provider", None)) if getattr(a, k, default) != default})
+        return d
+
     doc = {"variants": [{"name": v.name, "source": v.source, "ladder": v.ladder.name, "knobs": dict(v.knobs),
                          "base": v.base} for v in variants],
-           "asserts": [{"type": ("not-" if a.negate else "") + a.kind, "name": a.name,
-                        "value": a.value if not callable(a.value) else getattr(a.value, "__qualname__", "python")}
-                       for a in common],
+           "asserts": [one(a) for a in common],
            "model": model if isinstance(model, str) or model is None else getattr(model, "name", "?"),
-           "grader": grader, "rows": rows, "notes": notes}
+           "grader": grader, "rows": rows, "notes": notes, **(extra or {})}
     out = Path(out)
     tmp = out / f"{MANIFEST}.tmp"
     tmp.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")

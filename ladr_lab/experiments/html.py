@@ -118,7 +118,7 @@ def grid_html(exp: Experiment, rows: list[str] | None = None, max_rows: int = RO
     """The grid: a line per input row, a column per variant, each cell pass / fail / its status (its failing
     assertions' reasons in its title), and `≠` on rows where the `pair` of variants (default: the first two)
     differs in pass/fail, status or output."""
-    by = {(c.variant, c.row): c for c in exp.cells}
+    by = {(c.variant, c.row): c for c in exp.cells if c.repeat == 1}     # a repeated cell: its first run
     ids = rows if rows is not None else exp.row_ids()
     shown = ids[start:start + max_rows]
     a, b = pair or ((exp.variants + exp.variants)[:2] if exp.variants else ("", ""))

@@ -219,7 +219,7 @@ def error_row(task: CellTask, exc: BaseException, seconds: float) -> CellResult:
     if task.source is None:        # a plain evaluation row: never checked
         return cell
     return cell.with_checks({a.name: AssertionResult(None, "not checked: the cell's Ray task failed")
-                             for a in task.asserts}, asserts_fingerprint(task.asserts, task.grader))
+                             for a in task.asserts}, asserts_fingerprint(task.asserts, task.grader, task.threshold))
 
 
 class _CellRunner:

@@ -58,7 +58,7 @@ class Experiment(Displayable):
         self.retried: int = sum(c.retried > 0 for c in self.cells) if retried is None else retried
         self._retried_by_this_run = retried is not None
         self._rows: list[dict] | None = None
-        self._traces: dict[tuple[str | None, str], Trace] = {}
+        self._traces: dict[tuple[str | None, str, int], Trace] = {}
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -86,13 +86,72 @@ class Experiment(Displayable):
         return self.to_dataframe()
 
     def to_dataframe(self):
-        """The results as a pandas DataFrame (input fields as `input.NAME`), a row per cell."""
+        """The results as a pandas DataFrame (input fields as `input.NAME`), a row per cell; with scores a `score`
+        column and one per metric (`metric.NAME`), with repeats `repeat`, `agree_pass` and `agree_output` (how far the
+        runs of the cell's variant and row agree: scoring.agreement)."""
         import pandas as pd
         names = self.assertion_names()
         inputs = sorted({f"input.{k}" for c in self.cells for k in c.inputs})
-        cols = [*COLUMNS[:4], *names, *inputs, *COLUMNS[4:]]
+        scored = [*(["score"] if self.scored else []), *(f"metric.{m}" for m in self.metric_names())]
+        repeats = ["repeat", "agree_pass", "agree_output"] if self.repeats > 1 else []
+        cols = [*COLUMNS[:2], *repeats[:1], *COLUMNS[2:4], *scored, *names, *inputs, *COLUMNS[4:], *repeats[1:]]
         rows = [{k: v for k, v in r.items() if k not in HIDDEN} for r in self.rows]
+        if scored or repeats:
+            agree = self.agreement_by_cell() if repeats else {}
+            for r, c in zip(rows, self.cells, strict=True):
+                if self.scored:
+                    r["score"] = c.score
+                r.update({f"metric.{m}": v for m, v in c.metrics.items()})
+                if repeats:
+                    got = agree.get((c.variant, c.row), {})
+                    r.update(repeat=c.repeat, agree_pass=got.get("agree_pass"), agree_output=got.get("agree_output"))
         return pd.DataFrame(rows, columns=cols)
+
+    # ---- scores and repeats ----------------------------------------------------------------------------------
+    @property
+    def scored(self) -> bool:
+        """Whether the cells were checked with weights, metrics or a threshold (they have a weighted score)."""
+        return any(c.scored for c in self.cells)
+
+    @property
+    def repeats(self) -> int:
+        """How many times each cell was run (`repeat=N`; 1 without repeats)."""
+        return max((c.repeat for c in self.cells), default=1)
+
+    def metric_names(self) -> list[str]:
+        """The named metrics the assertions feed, in the order first met."""
+        return list(dict.fromkeys(m for c in self.cells for m in c.metrics))
+
+    def pass_rate(self) -> float | None:
+        """The share of cells that passed, over every cell (repeats included): what `--pass-rate` compares
+        (scoring.good: an error, failed or unchecked cell is not a pass; a cell without assertions passes when it
+        completed); None without cells."""
+        from .scoring import pass_rate
+        return pass_rate(self.cells)
+
+    def agreement_by_cell(self) -> dict[tuple[str | None, str], dict]:
+        """For each (variant, row) run more than once: repeats, agree_pass, agree_output (scoring.agreement)."""
+        from .scoring import agreement
+        return agreement(self.cells)
+
+    def agreement(self):
+        """How far the repeated runs of each cell agree: a DataFrame with a row per (variant, row) — repeats, how
+        many passed, agree_pass (the share of runs that say what most say of pass/fail) and agree_output (the share
+        with the most common output)."""
+        import pandas as pd
+        return pd.DataFrame(self.agreement_rows(),
+                            columns=["variant", "row", "repeats", "passed", "agree_pass", "agree_output"])
+
+    def agreement_rows(self) -> list[dict]:
+        """`agreement` as plain dicts."""
+        by = self.agreement_by_cell()
+        out = []
+        for (v, rid), got in by.items():
+            runs = [c for c in self.cells if c.variant == v and c.row == rid]
+            out.append({"variant": v, "row": rid, "repeats": got["repeats"],
+                        "passed": sum(c.passed is True for c in runs), "agree_pass": got["agree_pass"],
+                        "agree_output": got["agree_output"]})
+        return out
 
     def _variant_names(self) -> list[str]:
         return self.variants or sorted({str(c.variant) for c in self.cells})
@@ -102,13 +161,16 @@ class Experiment(Displayable):
         check), pass rate (passed / cells with assertions), each assertion's pass
         rate, mean calls, tokens, cost, latency p50/p95 (the model's seconds per cell, as recorded: a re-judged
         cell has its base cell's), cells re-judged rather than run,
-        and the pass rate's difference from the first variant (`Δ pass_rate`)."""
+        and the pass rate's difference from the first variant (`Δ pass_rate`); with scores the mean weighted score
+        (`score_mean`) and each metric's mean (`metric.NAME`), with repeats the mean agreement of a cell's runs
+        (`agree_pass`, `agree_output`) and the cells whose runs disagree on pass/fail (`flaky`)."""
         import pandas as pd
         return pd.DataFrame(self.summary_rows())
 
     def summary_rows(self) -> list[dict]:
         """`summary` as plain dicts."""
         names = self.assertion_names()
+        agree = self.agreement_by_cell() if self.repeats > 1 else {}
         out = []
         for v in self._variant_names():
             cells = [c for c in self.cells if c.variant == v]
@@ -132,6 +194,18 @@ class Experiment(Displayable):
                 "cost": round(sum(float(c.cost or 0) for c in cells), 6),
                 "p50_s": _quantile(secs, 0.5), "p95_s": _quantile(secs, 0.95),
                 "rejudged": sum(c.rejudged for c in cells)})
+            if self.scored:
+                got = [c.score for c in cells if c.score is not None]
+                row["score_mean"] = round(sum(got) / len(got), 6) if got else math.nan
+            for m in self.metric_names():
+                got = [c.metrics[m] for c in cells if m in c.metrics]
+                row[f"metric.{m}"] = round(sum(got) / len(got), 6) if got else math.nan
+            if self.repeats > 1:
+                groups = [g for (gv, _), g in agree.items() if gv == v]
+                row["agree_pass"] = round(sum(g["agree_pass"] for g in groups) / len(groups), 6) if groups else math.nan
+                row["agree_output"] = round(sum(g["agree_output"] for g in groups) / len(groups), 6) if groups \
+                    else math.nan
+                row["flaky"] = sum(g["agree_pass"] < 1 for g in groups)
             out.append(row)
         if out:
             first = out[0]["pass_rate"]
@@ -160,7 +234,7 @@ class Experiment(Displayable):
         for name in (a, b):
             if name not in (self.variants or [str(c.variant) for c in self.cells]):
                 raise KeyError(f"no variant {name!r} (variants: {', '.join(self.variants)})")
-        by = {(c.variant, c.row): c for c in self.cells}
+        by = {(c.variant, c.row): c for c in self.cells if c.repeat == 1}    # a repeated cell: its first run
         out = []
         for rid in self.row_ids():
             ca, cb = by.get((a, rid)), by.get((b, rid))
@@ -192,33 +266,37 @@ class Experiment(Displayable):
             raise KeyError(f"{self.out} has {len(names)} variants: name one (cell(variant, row))")
         return names[0], str(variant)
 
-    def find(self, variant: str | None, row: str | None = None) -> CellResult:
-        """One cell, typed: `find(variant, row)`, or `find(row)` when there is one variant."""
+    def find(self, variant: str | None, row: str | None = None, repeat: int = 1) -> CellResult:
+        """One cell, typed: `find(variant, row)`, or `find(row)` when there is one variant; `repeat`: which run of a
+        repeated cell (1..N)."""
         variant, row = self._key(variant, row)
         for c in self.cells:
-            if c.variant == variant and c.row == row:
+            if c.variant == variant and c.row == row and c.repeat == repeat:
                 return c
-        raise KeyError(f"no row {row!r} in {self.out}" if variant is None else f"no cell {variant}/{row} in {self.out}")
+        run = f" (run {repeat})" if repeat != 1 else ""
+        raise KeyError(f"no row {row!r}{run} in {self.out}" if variant is None
+                       else f"no cell {variant}/{row}{run} in {self.out}")
 
-    def cell(self, variant: str | None, row: str | None = None) -> dict:
+    def cell(self, variant: str | None, row: str | None = None, repeat: int = 1) -> dict:
         """One cell's results line: `cell(variant, row)`, or `cell(row)` when there is one variant."""
-        return self.find(variant, row).to_dict()
+        return self.find(variant, row, repeat).to_dict()
 
-    def trace(self, variant: str | None, row: str | None = None) -> Trace:
+    def trace(self, variant: str | None, row: str | None = None, repeat: int = 1) -> Trace:
         """One cell's trace (read once, then kept: re-judging reads every cell's trace at each edit):
         `trace(variant, row)`, or `trace(row)` when there is one variant (an evaluation)."""
-        key = self._key(variant, row)
+        variant, row = self._key(variant, row)
+        key = (variant, row, repeat)
         got = self._traces.get(key)
         if got is None:
-            got = self._traces[key] = Trace.of(self.out / self.find(*key).trace)
+            got = self._traces[key] = Trace.of(self.out / self.find(variant, row, repeat).trace)
         return got
 
     def traces(self, variant: str | None = None) -> list[tuple[str, Trace]]:
         """(cell id, trace) of every cell whose trace exists: ids `variant/row` (the row alone in an evaluation),
         or with `variant` that variant's cells only and ids the row ids — the shape schema tuning
         (`analysis.tune_request_match`) reads."""
-        return [(c.row if variant is not None or c.variant is None else f"{c.variant}/{c.row}",
-                 self.trace(c.variant, c.row))
+        return [((c.row if variant is not None or c.variant is None else f"{c.variant}/{c.row}")
+                 + (f"@{c.repeat}" if c.repeat != 1 else ""), self.trace(c.variant, c.row, c.repeat))
                 for c in self.cells if (variant is None or c.variant == variant)
                 and c.trace and (self.out / c.trace).is_file()]
 
@@ -253,6 +331,22 @@ class Experiment(Displayable):
                 (f" ({still} an error still)" if still else "")
         return f"{self.retried} error cell(s) of the last run retried" + (f" ({still} an error again)" if still else "")
 
+    def _score_lines(self) -> list[str]:
+        """The scores' lines of `format` (none when the experiment used no weights, metrics, threshold or repeats)."""
+        lines = []
+        for s in self.summary_rows() if self.scored or self.repeats > 1 else ():
+            parts = []
+            if self.scored and not math.isnan(s["score_mean"]):
+                parts.append(f"score {s['score_mean']:.2f}")
+            parts += [f"{k[len('metric.'):]} {v:.2f}" for k, v in s.items()
+                      if k.startswith("metric.") and not math.isnan(v)]
+            if self.repeats > 1 and not math.isnan(s["agree_pass"]):
+                parts.append(f"{self.repeats} runs a cell agree on pass/fail {s['agree_pass']:.0%}, on the output "
+                             f"{s['agree_output']:.0%} ({s['flaky']} flaky)")
+            if parts:
+                lines.append(f"{s['variant']:<20} " + ", ".join(parts))
+        return lines
+
     def _counts_text(self) -> str:
         return ", ".join(f"{n} {s}" for s, n in sorted(self.counts().items()))
 
@@ -272,6 +366,7 @@ class Experiment(Displayable):
             lines.append(f"{s['variant']:<20} pass {rate:>5}  {s['completed']}/{s['cells']} completed{extra}; "
                          f"{s['calls_mean']:.1f} calls/cell, {s['tokens_in'] + s['tokens_out']:,} tokens, "
                          f"${s['cost']:.4f}, p50 {s['p50_s']:.2f} s")
+        lines += self._score_lines()
         lines += [f"note: {n}" for n in self.notes]
         if self.retried:
             lines.append(self._retried_text())
@@ -370,7 +465,7 @@ def load_experiment(out: str | Path) -> Experiment:
     cells = [c for c in latest if (not variants or str(c.variant) in variants)
              and (row_ids is None or c.row in row_ids)]
     order = {v: i for i, v in enumerate(variants)}
-    cells.sort(key=lambda c: (c.pos or 0, order.get(str(c.variant), len(order))))
+    cells.sort(key=lambda c: (c.pos or 0, order.get(str(c.variant), len(order)), c.repeat))
     return Experiment(out, cells, variants or list(dict.fromkeys(str(c.variant) for c in cells)),
                       notes=manifest.notes if manifest else ())
 

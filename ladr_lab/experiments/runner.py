@@ -11,6 +11,11 @@ the variant's schemas is copied from its base cell; any other is replayed throug
 cell's trace, with no model call, and when the replay needs a call the recording does not have, it runs on
 live (`rejudge="auto"`, the default) or stops there as `unsettled` (`rejudge="only"`). `rejudge="off"` runs
 every variant with the model. The `source` column says which of these made each cell.
+
+An experiment may run each cell `repeat` times (runs 2..N ask the model afresh: `cells._cache`), check a cell
+`threshold` on the weighted score of its assertions (`scoring.py`), and run only some of its cells: variants by
+name, rows by id pattern or a seeded sample, and the cells an earlier folder says failed or ended in an error
+(`filters.py`).
 """
 from __future__ import annotations
 
@@ -31,10 +36,12 @@ from .cells import (
     check_cell,
     fingerprint,
 )
-from .folder import RESULTS, Recorder, latest_cells, slates_path, trace_path, write_manifest
+from .filters import DEFAULT_SEED, match_rows, pick_variants, row_patterns, sample_rows, split_names
+from .folder import RESULTS, Recorder, cell_key, latest_cells, slates_path, trace_path, write_manifest
 from .inputs import check_input_columns, input_columns, load_inputs
 from .results import COLUMNS, HIDDEN, Evaluation, Experiment
-from .variants import Variant, branch_key, load_variants
+from .scoring import pass_text
+from .variants import Variant, assign_bases, branch_key, load_variants
 
 __all__ = ["RESERVED", "default_grader", "evaluate", "experiment", "schema_reader"]
 
@@ -98,9 +105,10 @@ class _Batch:
         self.recorder = Recorder(out / RESULTS)
         if not resume:
             self.recorder.restart()
-        self.done = {self.key(c.variant, c.row): c for c in latest_cells(out, by_variant=by_variant)}
+        self.done = {self.key(c.variant, c.row, c.repeat): c for c in latest_cells(out, by_variant=by_variant)}
         self.retrying: dict[Any, int] = {}      # key -> the `retried` count of an error cell run again now
         self.finished: list[CellResult] = []
+        self.judged = self.passing = 0        # the running pass rate the bar shows (scoring.pass_text)
         self.bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress)
 
     @property
@@ -108,13 +116,13 @@ class _Batch:
         """How many error cells of the last run into the folder this run ran again."""
         return len(self.retrying)
 
-    def key(self, variant: str | None, row: str) -> Any:
-        """How a finished cell is found again: (variant, row), or the row alone in an evaluation."""
-        return (variant, row) if self.by_variant else row
+    def key(self, variant: str | None, row: str, repeat: int = 1) -> Any:
+        """How a finished cell is found again: (variant, row, repeat), or the row alone in an evaluation."""
+        return cell_key(variant, row, repeat) if self.by_variant else row
 
     def stamp(self, cell: CellResult) -> CellResult:
         """The cell, saying how many earlier runs of it ended in an error when it is one run again."""
-        n = self.retrying.get(self.key(cell.variant, cell.row))
+        n = self.retrying.get(self.key(cell.variant, cell.row, cell.repeat))
         return cell if not n or cell.retried == n else cell.replace(retried=n)
 
     def save(self, cell: CellResult) -> None:
@@ -122,8 +130,12 @@ class _Batch:
         self.recorder.add(self.stamp(cell))
 
     def finish(self, cell: CellResult) -> None:
-        """Count a cell that is saved."""
+        """Count a cell that is saved; the bar shows the running pass rate once cells have assertions."""
         self.finished.append(self.stamp(cell))
+        if cell.checks:
+            self.judged += 1
+            self.passing += cell.passed is True
+            self.bar.set_postfix_str(pass_text(self.passing, self.judged), refresh=False)
         self.bar.update(1)
 
     def record(self, cell: CellResult) -> None:
@@ -135,7 +147,7 @@ class _Batch:
         """Keep the cell an earlier run finished when its run is the same (its fingerprint) and it is a result (not
         an error, unless `retry_errors` is off); its checks are redone when only the assertions changed."""
         spec = task.spec
-        key = self.key(spec.variant, spec.row)
+        key = self.key(spec.variant, spec.row, spec.repeat)
         prev = self.done.get(key)
         if prev is None or prev.fingerprint != spec.fingerprint:
             return False
@@ -143,8 +155,10 @@ class _Batch:
             self.retrying[key] = prev.retried + 1       # an error is not a result: run it again
             return False
         cell = prev.replace(pos=spec.pos)
-        if task.source is not None and prev.asserts_fp != asserts_fingerprint(task.asserts, task.grader):
-            self.recorder.add(cell := check_cell(cell, task.asserts, self.out, grader=task.grader))
+        if task.source is not None and prev.asserts_fp != asserts_fingerprint(task.asserts, task.grader,
+                                                                               task.threshold):
+            self.recorder.add(cell := check_cell(cell, task.asserts, self.out, grader=task.grader,
+                                                 threshold=task.threshold))
         self.finish(cell)
         return True
 
@@ -267,13 +281,23 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                grader: str | None = None, slates: Mapping[str, str | Path] | None = None,
                isolate_slates: bool = True, resume: bool = True, progress: bool = True,
                model_options: Mapping[str, Any] | None = None, max_fetch_chars: int | None = None,
-               max_round_chars: int | None = None, retry_errors: bool = True, cache: Any = True) -> Experiment:
-    """Run every variant (`ladders`: {name: ladder file or Ladder}, a list of files, or one ladder with
-    `knob_sets`) on every row of `inputs` (a CSV or JSONL file, a DataFrame, or a list of mappings), check
-    `asserts` (and each row's own `assert` column) on every cell, and return the Experiment (`.results` is a
-    DataFrame with a row per cell, `.summary()` one per variant). See the module docstring for the folder,
-    the re-judged variants and resuming (cells that ended in an error run again unless `retry_errors=False`).
-    `cache`: the response cache of live models' answers, as for `evaluate`."""
+               max_round_chars: int | None = None, retry_errors: bool = True, cache: Any = True,
+               threshold: float | None = None, repeat: int = 1, variants: Any = None, rows: Any = None,
+               sample: int | None = None, sample_seed: int | None = None,
+               filter_failing: str | Path | None = None, filter_errors: str | Path | None = None) -> Experiment:
+    """Run every variant (`ladders`: {name: ladder file or Ladder, or {"ladder": ..., "knobs": {...}}}, a list of
+    files, or one ladder with `knob_sets`) on every row of `inputs` (a CSV or JSONL file, a DataFrame, or a list of
+    mappings), check `asserts` (and each row's own `assert` column) on every cell, and return the Experiment
+    (`.results` is a DataFrame with a row per cell, `.summary()` one per variant). See the module docstring for the
+    folder, the re-judged variants and resuming (cells that ended in an error run again unless
+    `retry_errors=False`). `cache`: the response cache of live models' answers, as for `evaluate`.
+
+    Scores (scoring.py): `threshold` passes a cell when the weighted score of its assertions (each one's `weight`,
+    default 1) reaches it. `repeat=N` runs each cell N times; runs 2..N ask the model afresh (the response cache
+    keys them apart), and the summary says how far the runs of a cell agree. Filters (filters.py): `variants`
+    (names, or "A,B"), `rows` (globs on row ids, or `re:REGEX`), `sample` (N rows drawn with `sample_seed`, 0 by
+    default), and `filter_failing` / `filter_errors` (an earlier experiment's folder: only the cells that failed /
+    ended in an error there)."""
     import tempfile
 
     if concurrency < 1:
@@ -284,31 +308,71 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
         raise LadrError(f"backend={backend!r}: give one of {', '.join(_BACKENDS)}")
     if backend == "ray" and model is not None and not isinstance(model, str):
         raise LadrError("backend='ray' sends cells to other processes: give the model by name, not as an object")
-    variants = load_variants(ladders, knob_sets=knob_sets, knobs=knobs)
-    grader = grader if grader is not None else default_grader(model)
+    _check_scoring(threshold, repeat, sample, sample_seed)
+    patterns = row_patterns(rows)
+    loaded = load_variants(ladders, knob_sets=knob_sets, knobs=knobs)
     notes: list[str] = []
-    reader = schema_reader(model, model_options, variants[0].ladder)
-    if rejudge != "off" and reader and any(v.rejudged for v in variants):
+    chosen = split_names(variants, "variants")
+    if chosen:
+        keep = set(pick_variants([v.name for v in loaded], chosen))
+        loaded = assign_bases([Variant(v.name, v.ladder, v.knobs, v.source) for v in loaded if v.name in keep])
+    grader = grader if grader is not None else default_grader(model)
+    reader = schema_reader(model, model_options, loaded[0].ladder)
+    if rejudge != "off" and reader and any(v.rejudged for v in loaded):
         notes.append(f"variants that differ only in judging were run, not re-judged: {reader}")
     if rejudge == "off" or reader:
-        variants = [Variant(v.name, v.ladder, v.knobs, v.source, None) for v in variants]
+        loaded = [Variant(v.name, v.ladder, v.knobs, v.source, None) for v in loaded]
     where = f"inputs file {inputs}" if isinstance(inputs, (str, Path)) else "the inputs"
     common = _columns_apart(load_asserts(asserts, where="asserts"))
-    rows = _split_inputs(inputs, where)
-    for v in variants:
-        check_input_columns(v.ladder, [(r, f) for r, f, _ in rows], where)
+    table = _split_inputs(inputs, where)
+    for v in loaded:
+        check_input_columns(v.ladder, [(r, f) for r, f, _ in table], where)
         _check_slates(v.ladder, slates, f"variant {v.name}: ")
-    _check_keys(model, [v.ladder for v in variants], model_options)
-    _check_model_options(model, variants[0].ladder, model_options)
+    ids = [rid for rid, _, _ in table]
+    picked = match_rows(ids, patterns)
+    if patterns:
+        notes.append(f"rows matching {', '.join(patterns)}: {len(picked)} of {len(ids)}")
+    if sample is not None and sample < len(picked):
+        seed = DEFAULT_SEED if sample_seed is None else sample_seed
+        notes.append(f"a sample of {sample} of {len(picked)} row(s) (seed {seed})")
+        picked = sample_rows(picked, sample, seed)
+    pairs = _failed_pairs(filter_failing, filter_errors, loaded, picked, notes)
+    keep_rows = set(picked)
+    table = [r for r in table if r[0] in keep_rows]
+
+    def wanted(v: Variant, rid: str) -> bool:
+        """Whether the cell (v, rid) runs: chosen by the folder filters, or the base of a re-judged cell that is."""
+        if pairs is None:
+            return True
+        if (v.name, rid) in pairs or (None, rid) in pairs:
+            return True
+        return any(w.base == v.name and ((w.name, rid) in pairs or (None, rid) in pairs) for w in loaded)
+
+    table = [r for r in table if any(wanted(v, r[0]) for v in loaded)]
+    _check_keys(model, [v.ladder for v in loaded], model_options)
+    _check_model_options(model, loaded[0].ladder, model_options)
     cache = _cache_folder(cache)
     limiter = _limiter(rate_limit, backend)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-exp-"))
     out.mkdir(parents=True, exist_ok=True)
-    batch = _Batch(out, resume=resume, by_variant=True, total=len(variants) * len(rows),
-                   desc=f"experiment ({len(variants)} variant(s) × {len(rows)} row(s))", unit="cell",
+    total = sum(wanted(v, rid) for v in loaded for rid, _, _ in table) * repeat
+    batch = _Batch(out, resume=resume, by_variant=True, total=total,
+                   desc=f"experiment ({len(loaded)} variant(s) × {len(table)} row(s)"
+                        + (f" × {repeat} runs)" if repeat > 1 else ")"), unit="cell",
                    progress=progress, retry_errors=retry_errors)
-    write_manifest(out, variants, common, model, grader, [rid for rid, _, _ in rows], notes)
-    ladders_by_name: dict[str | None, Ladder] = {v.name: v.ladder for v in variants}
+    extra: dict[str, Any] = {}
+    if threshold is not None:
+        extra["threshold"] = threshold
+    if repeat > 1:
+        extra["repeat"] = repeat
+    filters = {k: v for k, v in (("variants", sorted(chosen) or None), ("rows", patterns or None),
+                                 ("sample", sample), ("sample_seed", sample_seed if sample is not None else None),
+                                 ("filter_failing", str(filter_failing) if filter_failing else None),
+                                 ("filter_errors", str(filter_errors) if filter_errors else None)) if v}
+    if filters:
+        extra["filters"] = filters
+    write_manifest(out, loaded, common, model, grader, [rid for rid, _, _ in table], notes, extra)
+    ladders_by_name: dict[str | None, Ladder] = {v.name: v.ladder for v in loaded}
 
     def dispatch(tasks: list[CellTask]) -> None:
         batch.run(tasks, ladders_by_name, backend=backend, ray_address=ray_address, concurrency=concurrency,
@@ -318,60 +382,105 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     try:
         # wave 1: the variants that call the model
         tasks = []
-        for v in variants:
+        for v in loaded:
             if v.rejudged:
                 continue
-            for pos, (rid, fields, own) in enumerate(rows, 1):
-                spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates,
-                             isolate_slates, max_fetch_chars, max_round_chars, cache=cache)
-                task = CellTask(spec, v.name, _merge(common, own), grader)
-                if not batch.keep(task):
-                    tasks.append(task)
+            for pos, (rid, fields, own) in enumerate(table, 1):
+                if not wanted(v, rid):
+                    continue
+                for r in range(1, repeat + 1):
+                    spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates,
+                                 isolate_slates, max_fetch_chars, max_round_chars, cache=cache, repeat=r)
+                    task = CellTask(spec, v.name, _merge(common, own), grader, threshold=threshold)
+                    if not batch.keep(task):
+                        tasks.append(task)
         dispatch(tasks)
         # wave 2: the re-judged variants, from the first wave's traces
-        base_cells = {(c.variant, c.row): c for c in batch.finished}
+        base_cells = {(c.variant, c.row, c.repeat): c for c in batch.finished}
         tasks = []
-        for v in variants:
+        for v in loaded:
             if not v.rejudged:
                 continue
-            base = next(b for b in variants if b.name == v.base)
+            base = next(b for b in loaded if b.name == v.base)
             same_tests = branch_key(base.ladder) == branch_key(v.ladder)
-            for pos, (rid, fields, own) in enumerate(rows, 1):
+            for pos, (rid, fields, own) in enumerate(table, 1):
+                if not wanted(v, rid):
+                    continue
                 cell_asserts = _merge(common, own)
-                b = base_cells.get((base.name, rid))
-                spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates, True,
-                             max_fetch_chars, max_round_chars, base=b, live=rejudge == "auto", cache=cache)
-                rejudged = CellSource("rejudged", base.name)
-                if batch.keep(CellTask(spec, v.name, cell_asserts, grader, rejudged)):
-                    continue
-                copied = _copy_if_unchanged(b, v, out, same_tests)
-                if copied is not None:
-                    cell = copied.replace(variant=v.name, pos=pos, fingerprint=spec.fingerprint,
-                                          source=CellSource("copied", base.name))
-                    batch.record(check_cell(cell, cell_asserts, out, grader=grader))
-                    continue
-                if spec.replay is None and rejudge == "only":
-                    # no recording to re-judge (the base cell failed before it had one): only a run could tell
-                    why = f"the base cell {base.name}/{rid} has no recording to re-judge " \
-                          f"({b.status if b else 'missing'}: {(b.error if b else None) or 'no trace'})"
-                    cell = CellResult.failed(spec, why, status=UNSETTLED, source=rejudged, trace="")
-                    batch.record(check_cell(cell, cell_asserts, out, grader=grader))
-                    continue
-                tasks.append(CellTask(spec, v.name, cell_asserts, grader, rejudged if spec.replay else
-                                      CellSource("run", base.name,
-                                                 why=f"the base cell {base.name}/{rid} has no recording")))
+                for r in range(1, repeat + 1):
+                    b = base_cells.get((base.name, rid, r))
+                    spec = _spec(v.name, v.ladder, v.knobs, out, rid, pos, fields, model, model_options, slates,
+                                 True, max_fetch_chars, max_round_chars, base=b, live=rejudge == "auto", cache=cache,
+                                 repeat=r)
+                    rejudged = CellSource("rejudged", base.name)
+                    if batch.keep(CellTask(spec, v.name, cell_asserts, grader, rejudged, threshold=threshold)):
+                        continue
+                    copied = _copy_if_unchanged(b, v, out, same_tests)
+                    if copied is not None:
+                        cell = copied.replace(variant=v.name, pos=pos, fingerprint=spec.fingerprint,
+                                              source=CellSource("copied", base.name))
+                        batch.record(check_cell(cell, cell_asserts, out, grader=grader, threshold=threshold))
+                        continue
+                    if spec.replay is None and rejudge == "only":
+                        # no recording to re-judge (the base cell failed before it had one): only a run could tell
+                        why = f"the base cell {base.name}/{rid} has no recording to re-judge " \
+                              f"({b.status if b else 'missing'}: {(b.error if b else None) or 'no trace'})"
+                        cell = CellResult.failed(spec, why, status=UNSETTLED, source=rejudged, trace="")
+                        batch.record(check_cell(cell, cell_asserts, out, grader=grader, threshold=threshold))
+                        continue
+                    tasks.append(CellTask(spec, v.name, cell_asserts, grader, rejudged if spec.replay else
+                                          CellSource("run", base.name,
+                                                     why=f"the base cell {base.name}/{rid} has no recording"),
+                                          threshold=threshold))
         dispatch(tasks)
     except BaseException:
         interrupted = True
         raise
     finally:
         batch.bar.close()
-        cells: list[CellResult] = sorted(batch.finished, key=lambda c: (c.pos, _order(variants, c.variant)))
-        exp = Experiment(out, cells, variants=[v.name for v in variants], interrupted=interrupted, notes=notes,
+        cells: list[CellResult] = sorted(batch.finished, key=lambda c: (c.pos, _order(loaded, c.variant), c.repeat))
+        exp = Experiment(out, cells, variants=[v.name for v in loaded], interrupted=interrupted, notes=notes,
                          retried=batch.retried)
         if not interrupted:
             exp.save_tables()
     return exp
+
+
+def _check_scoring(threshold: Any, repeat: Any, sample: Any, sample_seed: Any) -> None:
+    """The scoring and filter arguments' values, each a UsageError when wrong."""
+    from ..errors import UsageError
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                  or not 0 <= threshold <= 1):
+        raise UsageError(f"threshold={threshold!r}: give a number from 0 to 1 (the least weighted score that passes)")
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise UsageError(f"repeat={repeat!r}: give a whole number >= 1 (the runs of each cell)")
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise UsageError(f"sample={sample!r}: give a whole number >= 1 (the rows to draw)")
+    if sample_seed is not None and (isinstance(sample_seed, bool) or not isinstance(sample_seed, int)):
+        raise UsageError(f"sample_seed={sample_seed!r}: give a whole number")
+
+
+def _failed_pairs(failing: Any, errors: Any, variants: list[Variant], rows: list[str],
+                  notes: list[str]) -> set[tuple[str | None, str]] | None:
+    """The (variant, row) cells the folder filters choose (None: no folder filter), said in `notes`."""
+    from .filters import failed_cells
+    if not failing and not errors:
+        return None
+    pairs: set[tuple[str | None, str]] = set()
+    for folder, is_failing in ((failing, True), (errors, False)):
+        if folder:
+            pairs |= failed_cells(folder, failing=is_failing, errors=not is_failing)
+    names, have = {v.name for v in variants}, set(rows)
+    gone = sorted(f"{v}/{r}" if v is not None else r for v, r in pairs
+                  if (v is not None and v not in names) or r not in have)
+    kept = {(v, r) for v, r in pairs if (v is None or v in names) and r in have}
+    said = " and ".join(x for x, on in (("failed", failing), ("ended in an error", errors)) if on)
+    notes.append(f"only the {len(kept)} cell(s) that {said} in {failing or errors}" if not (failing and errors)
+                 else f"only the {len(kept)} cell(s) that failed in {failing} or ended in an error in {errors}")
+    if gone:
+        notes.append(f"{len(gone)} of those cells are not in this experiment: {', '.join(gone[:5])}"
+                     + (" …" if len(gone) > 5 else ""))
+    return kept
 
 
 def _order(variants: list[Variant], name: str | None) -> int:
@@ -416,7 +525,7 @@ def _limiter(rate_limit, backend: str):
 
 def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out: Path, rid: str, pos: int,
           fields: dict, model, model_options, slates, isolate: bool, max_fetch_chars, max_round_chars, *,
-          base: CellResult | None = None, live: bool = True, cache: str | bool = False) -> CellSpec:
+          base: CellResult | None = None, live: bool = True, cache: str | bool = False, repeat: int = 1) -> CellSpec:
     """The spec of one cell: an experiment's variant × row, or (variant None) an evaluation's row."""
     bound = {d.title: str(Path(slates[d.title])) for d in lad.slates if slates and d.title in slates}
     bound.update({d.title: str(lad.base_dir / d.path) for d in lad.slates if d.title not in bound and d.path})
@@ -429,9 +538,9 @@ def _spec(variant: str | None, lad: Ladder, knobs: Mapping[str, Any] | None, out
         fp = fingerprint(lad, knobs, f"re-judge {base.fingerprint} live={live}", fields, model_options)
         if live:           # the model a live call uses is the one the cell would have run with: given, or the ladder's
             then = model if model is not None else (lad.model or "offline")
-    trace = trace_path(variant, rid)
+    trace = trace_path(variant, rid, repeat)
     return CellSpec(row=rid, pos=pos, fields=dict(fields), out=str(out), trace=trace, fingerprint=fp, slates=bound,
-                    isolate=writes_to, isolate_dir=slates_path(variant, rid),
+                    isolate=writes_to, isolate_dir=slates_path(variant, rid, repeat), repeat=repeat,
                     model=model, model_options=model_options, expected=tuple(input_columns(lad)),
                     max_fetch_chars=max_fetch_chars, max_round_chars=max_round_chars, variant=variant,
                     replay=replay, then=then,

@@ -23,9 +23,9 @@ from typing import Any
 from ..config.model import Ladder
 from ..errors import LadrError
 
-__all__ = ["Variant", "branch_key", "load_variants", "run_key"]
+__all__ = ["NAME_PATTERN", "Variant", "assign_bases", "branch_key", "load_variants", "run_key"]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _TESTS = ("requestMatch", "jsonMatches", "equals", "match")
 
 
@@ -61,16 +61,18 @@ def _load(ladder: Any, knobs: Mapping[str, Any] | None) -> tuple[Ladder, str]:
 
 
 def _check_name(name: str) -> str:
-    if not _NAME.match(name):
+    if not NAME_PATTERN.match(name):
         raise LadrError(f"variant name {name!r}: use 1-64 letters, digits, '.', '_' or '-' (it names a folder)")
     return name
 
 
 def load_variants(ladders: Any, *, knob_sets: Mapping[str, Mapping[str, Any]] | None = None,
                   knobs: Mapping[str, Any] | None = None) -> list[Variant]:
-    """The variants of an experiment: `ladders` is a mapping {name: ladder file or Ladder}, a list of ladder
-    files (named by their file stem), or one ladder; `knob_sets` {name: knobs} runs each ladder under each knob
-    set (named `set` for one ladder, `ladder-set` for several); `knobs` applies to all. Bases are assigned."""
+    """The variants of an experiment: `ladders` is a mapping {name: ladder file or Ladder, or {"ladder": file or
+    Ladder, "knobs": {...}}: a ladder under its own knobs}, a list of ladder files (named by their file stem), or one
+    ladder; `knob_sets` {name: knobs} runs each ladder under each knob set (named `set` for one ladder, `ladder-set`
+    for several); `knobs` applies to all (a variant's own knobs over them, a knob set's over both). Bases are
+    assigned."""
     if isinstance(ladders, Mapping):
         named = [(str(k), v) for k, v in ladders.items()]
     elif isinstance(ladders, (str, Path, Ladder)):
@@ -90,9 +92,16 @@ def load_variants(ladders: Any, *, knob_sets: Mapping[str, Mapping[str, Any]] | 
     out: list[Variant] = []
     sets = list((knob_sets or {}).items()) or [("", {})]
     for lname, lad in named:
+        own: Mapping[str, Any] = {}
+        if isinstance(lad, Mapping):
+            unknown = sorted(set(map(str, lad)) - {"ladder", "knobs"})
+            if unknown or "ladder" not in lad:
+                raise LadrError(f"variant {lname}: give {{ladder: FILE, knobs: {{...}}}}"
+                                + (f" (unknown key {unknown[0]!r})" if unknown else " (no ladder)"))
+            own, lad = dict(lad.get("knobs") or {}), lad["ladder"]
         for sname, kset in sets:
             name = sname if len(named) == 1 and sname else f"{lname}-{sname}" if sname else lname
-            merged = {**(knobs or {}), **dict(kset)}
+            merged = {**(knobs or {}), **own, **dict(kset)}
             ladder, source = _load(lad, merged or None)
             out.append(Variant(_check_name(name), ladder, merged, source))
     names = [v.name for v in out]

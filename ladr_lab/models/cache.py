@@ -14,8 +14,10 @@ response cache").
   `KEY_VERSION`, so a future change of the key's format misses instead of answering wrongly.
 - **Repeats**: the n-th identical request of one run (same key) is keyed with its occurrence n, so a run that asks
   the same thing three times gets three answers (three samples, cached in their turn) and a cached run replays its
-  own sequence; a future `--repeat N` keys repeats 2..N apart in the same way, so they bypass the cache entries of
-  repeat 1.
+  own sequence. An experiment's `repeat=N` (`--repeat N`) keys the runs of a cell apart the same way: run r of a
+  cell answers through `ResponseCache.for_repeat(r)`, whose keys end in `:repeat-r` (run 1's are the plain keys),
+  so runs 2..N miss the entries of run 1 and ask the model afresh, and running the same experiment again replays
+  every run's own answers.
 - **Where**: `cache_root()/responses/answers.sqlite` (so `$LADR_LAB_CACHE_DIR` moves it), or
   `$LADR_LAB_RESPONSE_CACHE` (a folder, or `off`), or a folder given (`--cache-dir DIR`, `cache="DIR"`).
 - **Concurrency**: SQLite from the standard library, in WAL mode with a busy timeout, one row per key written by a
@@ -27,6 +29,7 @@ response cache").
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -97,11 +100,12 @@ def key_request(request: Mapping[str, Any]) -> dict[str, Any]:
     return _keywords(req)
 
 
-def cache_key(request: Mapping[str, Any], occurrence: int = 1) -> str:
-    """The key of the `occurrence`-th identical request of a run: `KEY_VERSION:sha256:occurrence`."""
+def cache_key(request: Mapping[str, Any], occurrence: int = 1, repeat: int = 1) -> str:
+    """The key of the `occurrence`-th identical request of a run: `KEY_VERSION:sha256:occurrence`, and
+    `...:occurrence:repeat-R` in run R > 1 of an experiment's repeated cell."""
     doc = json.dumps(key_request(request), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
     digest = hashlib.sha256(doc.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{KEY_VERSION}:{digest}:{occurrence}"
+    return f"{KEY_VERSION}:{digest}:{occurrence}" + (f":repeat-{repeat}" if repeat != 1 else "")
 
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
@@ -115,6 +119,7 @@ class ResponseCache:
 
     _open: dict[str, ResponseCache] = {}
     _open_lock = threading.Lock()
+    repeat: int = 1          # which run of a repeated experiment cell asks through it (`for_repeat`)
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder).expanduser()
@@ -137,6 +142,15 @@ class ResponseCache:
             if found is None:
                 found = cls._open[real] = cls(real)
             return found
+
+    def for_repeat(self, repeat: int) -> ResponseCache:
+        """This store as run `repeat` of a repeated experiment cell sees it: the same file and connections, its
+        answers keyed apart (`cache_key(..., repeat=repeat)`); run 1 is the store itself."""
+        if repeat == 1:
+            return self
+        view = copy.copy(self)         # shares the folder, the per-thread connections and the broken flag's start
+        view.repeat = repeat
+        return view
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -195,7 +209,7 @@ class ResponseCache:
         self._db().execute("DELETE FROM answers")
 
     def __repr__(self) -> str:
-        return f"ResponseCache({str(self.folder)!r})"
+        return f"ResponseCache({str(self.folder)!r}" + (f", repeat={self.repeat})" if self.repeat != 1 else ")")
 
 
 def resolve_cache(cache: Any) -> ResponseCache | None:
@@ -257,7 +271,7 @@ class CachedModel(WrappedModel):
         base = cache_key(request, 0)
         with self._lock:
             n = self._seen[base] = self._seen.get(base, 0) + 1
-        key = cache_key(request, n)
+        key = cache_key(request, n, self.cache.repeat)
         hit = self.cache.get(key)
         if hit is not None:
             with self._lock:

@@ -1,7 +1,8 @@
-"""The published schema in a real editor server: yaml-language-server (npm), driven over its stdio LSP.
+"""The published schemas in a real editor server: yaml-language-server (npm), driven over its stdio LSP.
 
 A ladder with a misspelt key gets a diagnostic on that key's line, completion inside a step offers the step's
-keys, and hover shows the key's sentence. Skipped when node or yaml-language-server is absent (the server is
+keys, and hover shows the key's sentence; so does an experiment file with the experiment file's schema (an unknown
+key, an unknown assertion kind, completion of the top-level keys and of `filters`, hover). Skipped when node or yaml-language-server is absent (the server is
 found on PATH, or at $YAML_LANGUAGE_SERVER); LADR_REQUIRE_YAML_LS=1 (set in CI) makes that a failure.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 SCHEMA = Path(__file__).resolve().parents[2] / "ladr_lab" / "config" / "ladder.schema.json"
+EXPERIMENT_SCHEMA = Path(__file__).resolve().parents[2] / "ladr_lab" / "experiments" / "experiment.schema.json"
 TIMEOUT = 30.0
 
 
@@ -146,3 +148,38 @@ def test_the_schema_flags_a_typo_completes_keys_and_describes_them(lsp, tmp_path
                                                "position": {"line": line, "character": 6}})
     text = json.dumps(hover["contents"])
     assert "The instructions sent to the model." in text, hover
+
+
+EXPERIMENT = f"""# yaml-language-server: $schema={EXPERIMENT_SCHEMA.as_uri()}
+variants: {{ a: a.yaml }}
+inputs: rows.jsonl
+treshold: 0.5
+assert:
+  - contians: dedup
+  - {{ contains: dedup, weight: 2 }}
+filters:
+  sam
+passRate: 0.9
+"""
+
+
+def test_the_experiment_schema_flags_typos_completes_keys_and_describes_them(lsp, tmp_path):
+    uri = (tmp_path / "experiment.yaml").as_uri()
+    lsp.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml", "version": 1,
+                                                         "text": EXPERIMENT}})
+    diags = lsp.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                     and m["params"]["uri"] == uri and m["params"]["diagnostics"])["params"]["diagnostics"]
+    lines = EXPERIMENT.splitlines()
+    flagged = {d["range"]["start"]["line"] for d in diags}
+    assert lines.index("treshold: 0.5") in flagged, diags
+    assert lines.index("  - contians: dedup") in flagged, diags                 # no kind of that name
+    assert lines.index("  - { contains: dedup, weight: 2 }") not in flagged, diags   # the short form with a weight
+
+    items = lsp.request("textDocument/completion", {"textDocument": {"uri": uri},
+                                                    "position": {"line": lines.index("  sam"), "character": 5}})
+    labels = {i["label"] for i in (items["items"] if isinstance(items, dict) else items)}
+    assert {"sample", "seed", "rows", "failing"} <= labels, labels
+
+    hover = lsp.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                               "position": {"line": lines.index("passRate: 0.9"), "character": 3}})
+    assert "exit 0 when at least this share of cells passed" in json.dumps(hover["contents"]), hover

@@ -105,7 +105,7 @@ def test_the_table_columns_come_from_the_record():
     assert set(RUN_COLUMNS) <= fields
     assert set(COLUMNS) | set(HIDDEN) == set(CellResult.columns()) and not set(COLUMNS) & set(HIDDEN)
     assert set(EVALUATION_COLUMNS) <= set(CellResult.columns())
-    every = set(CellResult.columns()) - {"source", "passed", "reasons", "asserts"}
+    every = set(CellResult.columns()) - {"source", "passed", "reasons", "asserts", "score"}   # derived from checks
     assert every <= fields
 
 
