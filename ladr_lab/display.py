@@ -25,8 +25,8 @@ from typing import Any
 
 __all__ = [
     "COLORS", "Displayable", "Html", "badge", "bar_chart", "clip", "concat", "details", "esc", "fmt_bytes",
-    "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "plural", "pre", "render", "root", "table",
-    "tag", "wanted",
+    "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "page", "plural", "pre", "render", "root",
+    "table", "tag", "wanted",
 ]
 
 # One palette for every view: statuses of fetched entries, verdict tags, write and run statuses. Colours are
@@ -158,6 +158,26 @@ def root(*body: Any, cls: str, title: Any = None) -> Html:
     head = tag("div", title, style="font-weight:600;margin-bottom:2px") if title is not None else None
     return tag("div", head, *body, cls=f"ladr-view {cls}",
                style=f"{_FONT};border-left:3px solid rgba(9,105,218,0.5);padding:2px 0 2px 10px;margin:2px 0")
+
+
+# a standalone page's own rules: the views' styles are inline; these only set the page and mark the part a link
+# points at (`#cell-3`); the script opens a closed <details> that a link points at, where the browser does not
+_PAGE_STYLE = ("body{margin:16px 24px;background:#fff;color:#1f2328}"
+               ":target{outline:2px solid #0969da;outline-offset:2px}a.ladr-link{text-decoration:none}")
+_PAGE_SCRIPT = ("function o(){var e=location.hash&&document.getElementById(decodeURIComponent(location.hash.slice(1)));"
+                "for(;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true}}}"
+                "addEventListener('hashchange',o);addEventListener('DOMContentLoaded',o);")
+
+
+def page(body: Any, title: str) -> str:
+    """A standalone HTML document around a view: readable offline, with nothing loaded from elsewhere (the styles
+    are the views' own inline ones; one inline script opens a collapsed part a link points at)."""
+    return ("<!DOCTYPE html>\n" + str(tag("html", tag("head", Html('<meta charset="utf-8">'),
+                                                      Html('<meta name="viewport" content="width=device-width, '
+                                                           'initial-scale=1">'),
+                                                      tag("title", title), tag("style", Html(_PAGE_STYLE)),
+                                                      tag("script", Html(_PAGE_SCRIPT))),
+                                         tag("body", body), lang="en")) + "\n")
 
 
 def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, width: int = 480, height: int = 60,
