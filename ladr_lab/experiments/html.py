@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .compare import Comparison
     from .results import Evaluation, Experiment
 
-__all__ = ["CHANGE_COLORS", "FAILURES", "PAGE_CELLS", "PAGE_DIFFS", "cell_details_html", "cell_kind", "cell_label",
+__all__ = ["CHANGE_COLORS", "FAILURES", "PAGE_CELLS", "PAGE_DIFFS", "PAGE_STYLE", "cell_details_html", "cell_kind", "cell_label",
            "cell_mark", "cell_title", "cells_html", "change_badge", "comparison_html", "comparison_page",
            "comparison_summary_html", "evaluation_html",
            "evaluation_page", "evaluation_rows_html", "experiment_html", "experiment_page", "failures_html",
@@ -139,6 +139,13 @@ def _disagree(diff: Mapping[str, Any] | None, a: str, b: str) -> Html:
     return badge("≠", "#8250df", title=why, cls="ladr-exp-disagree")
 
 
+def _page_mark(cell: CellResult, target: str | None = None) -> Html:
+    """A page's mark: styled by the page's rules (`PAGE_STYLE`) as the badge is inline, in a fifth of the bytes (a
+    page has every cell, twice); a link to `target` when given."""
+    return tag("a" if target else "span", cell_label(cell), href=f"#{target}" if target else None,
+               title=cell_title(cell), cls=f"ladr-link ladr-m ladr-m-{cell_kind(cell)}")
+
+
 def grid_html(exp: Experiment, rows: list[str] | None = None, max_rows: int = ROWS, *,
               pair: tuple[str, str] | None = None, start: int = 0,
               links: Mapping[tuple[str | None, str], str] | None = None) -> Html:
@@ -152,14 +159,17 @@ def grid_html(exp: Experiment, rows: list[str] | None = None, max_rows: int = RO
     a, b = pair or ((exp.variants + exp.variants)[:2] if exp.variants else ("", ""))
     diffs = {d["row"]: d for d in exp.difference_rows(a, b)} if a and b and a != b else {}
     def mark(v: str, rid: str) -> Html:
-        got = cell_mark(by.get((v, rid)))
+        cell = by.get((v, rid))
         target = (links or {}).get((v, rid))
-        return tag("a", got, href=f"#{target}", cls="ladr-link") if target else got
+        if cell is None or not target:
+            return cell_mark(cell)
+        return _page_mark(cell, target)
 
     cells = [[rid, _disagree(diffs.get(rid), a, b), *[mark(v, rid) for v in exp.variants]] for rid in shown]
     head = [tag("span", v, title="compared" if v in (a, b) and a != b else None) for v in exp.variants]
     rest = len(ids) - start - len(shown)
-    return concat(table(["row", tag("span", "≠", title=f"{a} and {b} differ"), *head], cells, cls="ladr-exp-grid"),
+    return concat(table(["row", tag("span", "≠", title=f"{a} and {b} differ"), *head], cells, cls="ladr-exp-grid",
+                        plain=bool(links)),
                   note(f"… {rest:,} more rows") if rest > 0 else None)
 
 
@@ -250,26 +260,50 @@ def _anchors(exp: Experiment, max_cells: int) -> dict[tuple[str | None, str], st
     return {(c.variant, c.row): f"cell-{i + 1}" for i, c in enumerate(exp.cells[:max_cells])}
 
 
+# a page's cell parts are many: their rules are the page's own (class names), not inline styles on each element
+PAGE_STYLE = (".ladr-cell>div{margin:2px 0 8px 16px}.ladr-cell summary{cursor:pointer}"
+              ".ladr-cell .n{color:#6e7781;font-size:0.92em}.ladr-cell ul{list-style:none;margin:2px 0;padding:0}"
+              ".ladr-cell .ok{color:#1a7f37}.ladr-cell .no{color:#cf222e}.ladr-cell .un{color:#bc4c00}"
+              ".ladr-cell .err{color:#cf222e;white-space:pre-wrap}.ladr-cell dt{font-weight:600}"
+              ".ladr-cell dd{margin:0 0 2px 12px}.ladr-cell pre{font-family:SFMono-Regular,Menlo,Consolas,"
+              "'Liberation Mono',monospace;font-size:12px;white-space:pre-wrap;word-break:break-word;margin:2px 0;"
+              "padding:4px 6px;background:rgba(127,127,127,0.08);border-radius:3px;max-height:16em;overflow:auto}"
+              ".ladr-m{display:inline-block;padding:0 6px;border-radius:9px;font-size:0.85em;line-height:1.35;"
+              "border:1px solid currentColor;white-space:nowrap}"
+              + "".join(f".ladr-m-{k}{{color:{c}}}" for k, c in _COLORS.items()))
+
+
+def _clipped(text: str, limit: int) -> Html:
+    shown = text if len(text) <= limit else text[:limit]
+    more = len(text) - len(shown)
+    return concat(tag("pre", shown), tag("span", f"… {more:,} more characters not shown", cls="n") if more else None)
+
+
 def cell_details_html(cell: Cell, out: Any, anchor: str | None = None, *, open: bool = False) -> Html:
-    """One cell as a collapsible part (its element id `anchor`): mark, row, variant, status and counts in its
-    line; its assertions and why, its error, inputs, output and the path of its trace when opened."""
+    """One cell as a collapsible part of a page (its element id `anchor`; the page's `PAGE_STYLE` styles it): mark,
+    row, variant, status and counts in its line; each assertion and why, the error, the inputs, the output (its first
+    4,000 characters) and the path of its trace when opened."""
     cell = CellResult.of(cell)
     tokens = int(cell.tokens_in or 0) + int(cell.tokens_out or 0)
     where = f"row {cell.row}" + (f" · variant {cell.variant}" if cell.variant is not None else "")
-    head = concat(cell_mark(cell), " ", tag("b", where),
-                  note(f"  {cell.status} · {cell.llm_calls or 0} call(s), {tokens:,} tokens, {fmt_cost(cell.cost)}"
-                       f", {float(cell.seconds or 0):.2f} s"
-                       + (f" · {cell.source.text}" if cell.source is not None and cell.rejudged else "")))
-    inputs = [(k, pre(str(v), 2000, max_height="8em")) for k, v in cell.inputs.items()]
-    body = [reasons_html(cell) if cell.checks is not None else None,
-            tag("div", f"{cell.error_type or 'error'}"
-                       + (f" in step {cell.error_step}" if cell.error_step else "") + f": {cell.error}",
-                style="color:#cf222e;white-space:pre-wrap") if cell.error else None,
-            kv_table(inputs) if inputs else None,
-            tag("div", tag("b", "output")), pre(str(cell.output or ""), 4000, max_height="16em"),
-            note(f"trace: {out}/{cell.trace}") if cell.trace else None]
-    return tag("details", tag("summary", head, style="cursor:pointer"),
-               tag("div", *body, style="margin:2px 0 8px 16px"), id=anchor, open=open, cls="ladr-exp-cell")
+    head = concat(_page_mark(cell), " ", tag("b", where),
+                  tag("span", f"  {cell.status} · {cell.llm_calls or 0} call(s), {tokens:,} tokens, "
+                              f"{fmt_cost(cell.cost)}, {float(cell.seconds or 0):.2f} s"
+                              + (f" · {cell.source.text}" if cell.source is not None and cell.rejudged else ""),
+                      cls="n"))
+    why = cell.reasons()
+    marks = {True: ("ok", "✓"), False: ("no", "✗"), None: ("un", "?")}
+    checks = [tag("li", marks[cell.check(n)][1], " ", tag("code", n), f": {why[n]}" if why.get(n) else None,
+                  cls=marks[cell.check(n)][0]) for n in cell.asserts]
+    body = [tag("ul", join(checks)) if checks else None,
+            tag("div", f"{cell.error_type or 'error'}" + (f" in step {cell.error_step}" if cell.error_step else "")
+                + f": {cell.error}", cls="err") if cell.error else None,
+            tag("dl", join(concat(tag("dt", k), tag("dd", _clipped(str(v), 2000))) for k, v in cell.inputs.items()))
+            if cell.inputs else None,
+            tag("b", "output"), _clipped(str(cell.output), 4000) if cell.output not in (None, "") else
+            tag("span", " (none)", cls="n"),
+            tag("span", f"trace: {out}/{cell.trace}", cls="n") if cell.trace else None]
+    return tag("details", tag("summary", head), tag("div", *body), id=anchor, open=open, cls="ladr-cell ladr-exp-cell")
 
 
 def cells_html(exp: Experiment, max_cells: int = PAGE_CELLS) -> Html:
@@ -287,13 +321,13 @@ def experiment_page(exp: Experiment, max_cells: int = PAGE_CELLS) -> str:
     part (assertions, error, inputs, output, trace) below."""
     view = experiment_html(exp, max_rows=max(1, len(exp.row_ids())), links=_anchors(exp, max_cells),
                            more=cells_html(exp, max_cells))
-    return page(Html(view), f"Experiment · {exp.out}")
+    return page(Html(view), f"Experiment · {exp.out}", style=PAGE_STYLE)
 
 
 def evaluation_page(ev: Evaluation, max_cells: int = PAGE_CELLS) -> str:
     """An evaluation as a standalone page: counts, the whole results table, and each row's part below."""
     return page(Html(evaluation_html(ev, max_rows=max(1, len(ev.cells)), more=cells_html(ev, max_cells))),
-                f"Evaluation · {ev.out}")
+                f"Evaluation · {ev.out}", style=PAGE_STYLE)
 
 
 # ---- two runs compared -------------------------------------------------------------------------------------
