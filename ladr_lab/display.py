@@ -24,9 +24,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
-    "COLORS", "Displayable", "Html", "badge", "bar_chart", "clip", "concat", "details", "esc", "fmt_bytes",
-    "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "plural", "pre", "render", "root", "table",
-    "tag", "wanted",
+    "COLORS", "Displayable", "Html", "PLAIN_TABLE_STYLE", "badge", "bar_chart", "clip", "concat", "details", "esc",
+    "fmt_bytes", "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "page", "plural", "pre", "render",
+    "root", "table", "tag", "wanted",
 ]
 
 # One palette for every view: statuses of fetched entries, verdict tags, write and run statuses. Colours are
@@ -132,10 +132,21 @@ def details(summary: Any, *body: Any, open: bool = False, cls: str | None = None
                tag("div", *body, style="margin:2px 0 4px 16px"), open=open, cls=cls)
 
 
+_CELL = "padding:1px 8px;text-align:left;vertical-align:top;border-bottom:1px solid rgba(127,127,127,0.2)"
+# the same rules for a page's tables drawn with `plain=True` (one rule instead of a style on every cell)
+PLAIN_TABLE_STYLE = f".ladr-plain td,.ladr-plain th{{{_CELL}}}.ladr-plain th{{font-weight:600}}"
+
+
 def table(header: Sequence[Any], rows: Iterable[Sequence[Any]], *, cls: str | None = None,
-          row_styles: Sequence[str | None] | None = None) -> Html:
-    """A compact table; cells are escaped unless Html."""
-    cell = "padding:1px 8px;text-align:left;vertical-align:top;border-bottom:1px solid rgba(127,127,127,0.2)"
+          row_styles: Sequence[str | None] | None = None, plain: bool = False) -> Html:
+    """A compact table; cells are escaped unless Html. `plain`: no style on each cell, for a page whose own rules
+    (`PLAIN_TABLE_STYLE`) style the table (a page's table of thousands of rows is a third the size)."""
+    if plain:
+        head = Html("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr>")
+        lines = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return tag("table", tag("thead", head), tag("tbody", Html(lines)), cls=f"ladr-plain {cls or ''}".strip(),
+                   style="border-collapse:collapse;margin:4px 0;font-size:0.95em")
+    cell = _CELL
     head = tag("tr", *(tag("th", h, style=cell + "; font-weight: 600") for h in header))
     body = []
     for i, r in enumerate(rows):
@@ -158,6 +169,25 @@ def root(*body: Any, cls: str, title: Any = None) -> Html:
     head = tag("div", title, style="font-weight:600;margin-bottom:2px") if title is not None else None
     return tag("div", head, *body, cls=f"ladr-view {cls}",
                style=f"{_FONT};border-left:3px solid rgba(9,105,218,0.5);padding:2px 0 2px 10px;margin:2px 0")
+
+
+# a standalone page's own rules: the views' styles are inline; these only set the page and mark the part a link
+# points at (`#cell-3`); the script opens a closed <details> that a link points at, where the browser does not
+_PAGE_STYLE = ("body{margin:16px 24px;background:#fff;color:#1f2328}"
+               ":target{outline:2px solid #0969da;outline-offset:2px}a.ladr-link{text-decoration:none}")
+_PAGE_SCRIPT = ("function o(){var e=location.hash&&document.getElementById(decodeURIComponent(location.hash.slice(1)));"
+                "for(;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true}}}"
+                "addEventListener('hashchange',o);addEventListener('DOMContentLoaded',o);")
+
+
+def page(body: Any, title: str, *, style: str = "") -> str:
+    """A standalone HTML document around a view: readable offline, with nothing loaded from elsewhere (the styles
+    are the views' own inline ones, and `style`, rules of the page's own; one inline script opens a collapsed part
+    a link points at)."""
+    head = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"{tag('title', title)}<style>{_PAGE_STYLE}{PLAIN_TABLE_STYLE}{style}</style><script>{_PAGE_SCRIPT}</script></head><body>")
+    return head + str(esc(body)) + "</body></html>\n"     # one join: a page may be tens of megabytes
 
 
 def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, width: int = 480, height: int = 60,

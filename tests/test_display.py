@@ -243,3 +243,17 @@ def test_no_include_or_exclude_builds_both_views_once():
     obj = _Counted()
     assert obj._repr_mimebundle_() == {"text/plain": "x", "text/html": "<b>x</b>"}
     assert (obj.html_calls, obj.text_calls) == (1, 1)
+
+
+def test_a_plain_table_holds_the_same_cells_and_a_page_loads_nothing_from_elsewhere():
+    from ladr_lab.display import PLAIN_TABLE_STYLE, page, table
+    rows = [["a<b", Html("<b>x</b>")], ["2", None]]
+    styled, plain = table(["h", "k"], rows, cls="c"), table(["h", "k"], rows, cls="c", plain=True)
+    def cells(html):
+        return re.findall(r"<t[dh](?: [^>]*)?>(.*?)</t[dh]>", html)
+    assert cells(styled) == cells(plain) == ["h", "k", "a&lt;b", "<b>x</b>", "2", ""]
+    assert "padding" not in plain.split("<thead>", 1)[1] and 'class="ladr-plain c"' in plain
+    doc = page(plain, "T <1>", style=".x{}")
+    assert doc.startswith("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
+    assert "<title>T &lt;1&gt;</title>" in doc and PLAIN_TABLE_STYLE in doc and ".x{}" in doc
+    assert doc.rstrip().endswith(plain + "</body></html>") and "src=" not in doc and "http" not in doc

@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `ladr-lab` command."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     _skip_iri_grammar()
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `eval compare A B` has a parser of its own: `eval` reads its positionals as ladder files
+    args = eval_.compare_parser().parse_args(argv[2:]) if eval_.is_compare(argv) else build_parser().parse_args(argv)
     try:
         return args.fn(args)
     except errors.ConfigError as exc:

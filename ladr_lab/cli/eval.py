@@ -1,20 +1,29 @@
 """`ladr-lab eval LADDER [LADDER...] --inputs FILE --out DIR`: one run per input row, with a progress bar,
 resumable; with several ladders, knob sets, assertions, Ray, or a score or filter option, an experiment (variants ×
 rows, `experiments`); `ladr-lab eval EXPERIMENT.yaml`: the experiment an experiment file describes, its options
-overridden by the flags given (`_over_file`)."""
+overridden by the flags given (`_over_file`). `--html FILE`, `--junit FILE` and `--json` report every cell.
+`ladr-lab eval compare A B`: two results folders compared cell by cell.
+
+`compare` as the first word after `eval` is always the sub-command (`is_compare`; `main` hands the rest to
+`compare_parser`), whatever files the folder holds, so a script means the same everywhere: a ladder file named
+`compare` is given as `./compare`."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 from ..errors import LadrError, ModelError
 from ..experiments.folder import RESULTS, TABLE
-from ._common import USAGE_ERROR, _json_errors, _kv, _usage
+from ._common import USAGE_ERROR, _fail, _json_errors, _kv, _usage
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
 from .run import _positive
 
-__all__ = ["add_parser", "cmd_eval", "cmd_experiment"]
+__all__ = ["COMPARE", "add_parser", "cmd_compare", "cmd_eval", "cmd_experiment", "compare_parser", "is_compare",
+           "write_reports"]
+
+COMPARE = "compare"          # `ladr-lab eval compare A B`
 
 
 def _model_arg(model: str | None) -> str | None:
@@ -167,6 +176,21 @@ def _experiment_file(a):
     return load_experiment_file(first)
 
 
+def write_reports(a, exp) -> dict:
+    """Write the reports asked for (`--html FILE`, `--junit FILE`) and return their paths, as the JSON summary
+    names them (`html`, `junit`)."""
+    written = {}
+    if getattr(a, "html", None):
+        written["html"] = str(exp.save_html(a.html))
+    if getattr(a, "junit", None):
+        written["junit"] = str(exp.save_junit(a.junit))
+    return written
+
+
+def _report_lines(written: dict) -> str:
+    return "".join(f"\n{k}: {v}" for k, v in written.items())
+
+
 def cmd_experiment(a, spec=None) -> int:
     """Run every variant on every row (from the command line, or an experiment file `spec` with the flags over it);
     exit 0 when every cell completed and no assertion failed, 1 otherwise; with a pass rate (--pass-rate, the
@@ -178,6 +202,7 @@ def cmd_experiment(a, spec=None) -> int:
         exp = experiment(kw.pop("ladders"), kw.pop("inputs"), **kw)
     except LadrError as exc:
         return _json_errors(a, exc)
+    written = write_reports(a, exp)
     counts = exp.counts()
     failed = sum(r.get("passed") is False for r in exp.rows)
     rate = exp.pass_rate()
@@ -187,9 +212,10 @@ def cmd_experiment(a, spec=None) -> int:
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
                           "summary": summary, "notes": exp.notes, "retried": exp.retried, "out": str(exp.out),
                           "results": str(exp.out / TABLE), "pass_rate": rate,
-                          **({"pass_rate_required": bar} if bar is not None else {})}, default=str))
+                          **({"pass_rate_required": bar} if bar is not None else {}), **written,
+                          "per_cell": exp.cell_reports()}, default=str))
     else:
-        print(exp.format())
+        print(exp.format() + _report_lines(written))
         if bar is not None:
             print(f"pass rate {_pct(rate)} of {len(exp.cells)} cell(s): {'at or above' if _meets(rate, bar) else 'below'}"
                   f" the bar of {bar:.0%}")
@@ -246,15 +272,16 @@ def cmd_eval(a) -> int:
                       retry_errors=not a.no_retry_errors, cache=cache_arg(a))
     except LadrError as exc:
         return _json_errors(a, exc)
+    written = write_reports(a, ev)
     counts = ev.counts()
     rate = ev.pass_rate()
     if a.json:
         print(json.dumps({"rows": len(ev.rows), "counts": counts, "retried": ev.retried, "out": str(ev.out),
                           "results": str(ev.out / TABLE),
                           **({"pass_rate": rate, "pass_rate_required": a.pass_rate} if a.pass_rate is not None
-                             else {})}))
+                             else {}), **written, "per_row": ev.cell_reports()}, default=str))
     else:
-        print(ev.format())
+        print(ev.format() + _report_lines(written))
         if a.pass_rate is not None:
             print(f"pass rate {_pct(rate)} of {len(ev.cells)} row(s) completed: "
                   f"{'at or above' if _meets(rate, a.pass_rate) else 'below'} the bar of {a.pass_rate:.0%}")
@@ -263,11 +290,77 @@ def cmd_eval(a) -> int:
     return 0 if set(counts) <= {"completed"} else 1
 
 
+# ---- ladr-lab eval compare A B -------------------------------------------------------------------------------
+
+def is_compare(argv: list[str]) -> bool:
+    """Whether a command line is `eval compare ...` (the sub-command, never a ladder named `compare`)."""
+    return len(argv) >= 2 and argv[0] == "eval" and argv[1] == COMPARE
+
+
+def _pairs(items: list[str]) -> dict:
+    out = {}
+    for item in items or []:
+        before, sep, after = item.partition("=")
+        if not (sep and before.strip() and after.strip()):
+            print(f"ladr-lab: --variant takes BEFORE=AFTER (got {item!r})", file=sys.stderr)
+            raise SystemExit(USAGE_ERROR)
+        out[before.strip()] = after.strip()
+    return out
+
+
+def cmd_compare(a) -> int:
+    """Compare two results folders cell by cell; exit 1 when a cell went from passing to failing, 0 otherwise,
+    2 when a folder holds no results or a variant is unknown."""
+    from ..experiments.results import is_results_folder, load_results
+    for folder in (a.before, a.after):
+        if not is_results_folder(folder):
+            return _fail(a, f"{folder} holds no results ({RESULTS}): give the --out folder of an eval or an "
+                            "experiment", USAGE_ERROR)
+    try:
+        cmp = load_results(a.before).compare(load_results(a.after), variants=_pairs(a.variant) or None)
+    except KeyError as exc:
+        return _fail(a, str(exc.args[0]), USAGE_ERROR)
+    written = {}
+    if a.html:
+        path = Path(a.html)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(cmp.to_page(), encoding="utf-8")
+        written["html"] = str(path)
+    if a.json:
+        print(json.dumps({**cmp.to_dict(), **written}, ensure_ascii=False, default=str))
+    else:
+        print(cmp.format(max_rows=a.max_rows) + _report_lines(written))
+    return 1 if cmp.regressions else 0
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    """The parser of `ladr-lab eval compare` (its own: `eval` takes ladder files as its positionals)."""
+    p = argparse.ArgumentParser(
+        prog="ladr-lab eval compare",
+        description="Compare two eval or experiment folders cell by cell: the cells whose pass/fail, status, "
+                    "assertion results or output changed, by variant (pass→fail, fail→pass, status, assertions, "
+                    "output, new, missing). Exit 1 when a cell went from passing to failing.")
+    p.add_argument("before", metavar="A", help="the results folder before (an --out of ladr-lab eval)")
+    p.add_argument("after", metavar="B", help="the results folder after")
+    p.add_argument("--variant", action="append", default=[], metavar="BEFORE=AFTER",
+                   help="pair variants named differently (one variant on each side is paired whatever its name)")
+    p.add_argument("--html", metavar="FILE", help="write the comparison as a standalone HTML page, each changed "
+                                                  "cell's run diff opened on a click")
+    p.add_argument("--max-rows", type=_positive, default=50, metavar="N",
+                   help="changed cells listed (default 50; --json lists all)")
+    p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    p.set_defaults(fn=cmd_compare)
+    return p
+
+
 def add_parser(sub) -> None:
     """Register `eval`."""
     p = sub.add_parser("eval", help="run a ladder over many inputs (CSV or JSONL), one trace per row; several "
                                     "ladders (or knob sets, or assertions): an experiment, variants × rows; an "
-                                    "experiment file (YAML): the experiment it describes")
+                                    "experiment file (YAML): the experiment it describes; `eval compare A B` compares "
+                                    "two results folders",
+                       epilog="ladr-lab eval compare A B [--json] [--html FILE]: two results folders compared cell "
+                              "by cell (ladr-lab eval compare --help)")
     p.add_argument("ladder", nargs="+", metavar="LADDER",
                    help="a ladder file, or NAME=FILE; several are the variants of an experiment; or one experiment "
                         "file (a YAML file with variants: and inputs:, docs/experiments.md), whose options the flags "
@@ -291,7 +384,8 @@ def add_parser(sub) -> None:
                    help="on resume, keep the rows (cells) an earlier run ended with status error (default: run them "
                         "again; a failed assertion, aborted, budget_exhausted or unsettled is a result and is kept)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print one JSON summary line")
+    p.add_argument("--json", action="store_true", help="print one JSON summary line, every cell under per_cell "
+                                                       "(an evaluation's rows under per_row)")
     x = p.add_argument_group("experiments (variants × rows, assertions; docs/experiments.md)")
     x.add_argument("--knob-set", action="append", default=[], metavar="NAME:K=V[,K=V]",
                    help="a variant: the ladder(s) under these knobs (repeat for more variants)")
@@ -330,6 +424,12 @@ def add_parser(sub) -> None:
                    help="run only the rows whose id matches: a glob (q*, dedup-?) or re:REGEX (repeat for more)")
     f.add_argument("--variants", action="append", default=[], metavar="A,B",
                    help="run only these variants (names, comma-separated)")
+    r = p.add_argument_group("reports (for CI and for people; docs/experiments.md#reports)")
+    r.add_argument("--html", metavar="FILE", help="write the results as a standalone HTML page: the summary, the "
+                                                  "grid, and each cell's assertions, output and trace")
+    r.add_argument("--junit", metavar="FILE", help="write a JUnit XML report: a test suite per variant, a test "
+                                                   "case per cell (a failed assertion a <failure>, an error an "
+                                                   "<error>)")
     add_model_options(p)
     add_cache_options(p)
     p.set_defaults(fn=cmd_eval)

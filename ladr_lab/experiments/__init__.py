@@ -4,16 +4,20 @@ differ only in judging re-judged from recorded runs, and Ray to scale out). An e
 ladder with no assertions; both call the model, and both keep their results in one folder format (`folder.py`).
 `analysis.tune_request_match` asks the same recorded runs which `requestMatch` tells requests from answers best,
 without the model. An experiment may be written down as a YAML file (`file.py`, `load_experiment_file`), scored
-with weights, metrics and a threshold (`scoring.py`), repeated, and filtered to some of its cells (`filters.py`)."""
+with weights, metrics and a threshold (`scoring.py`), repeated, and filtered to some of its cells (`filters.py`).
+Two runs are compared cell by cell (`Experiment.compare`, a `Comparison`), and a run is reported for CI and for
+people as JUnit XML (`junit.py`) and as a standalone HTML page."""
 from .assertions import Assertion, load_asserts
 from .cells import CellResult, CellSource
 from .checks import AssertionResult
+from .compare import Comparison
 from .file import ExperimentFile, ExperimentFileErrors, load_experiment_file
 from .results import Evaluation, Experiment, load_evaluation, load_experiment, load_results
 from .runner import evaluate, experiment
 from .tuning import tune_request_match
 from .variants import Variant, load_variants
 
-__all__ = ["Assertion", "AssertionResult", "CellResult", "CellSource", "Evaluation", "Experiment", "ExperimentFile",
-           "ExperimentFileErrors", "Variant", "evaluate", "experiment", "load_asserts", "load_evaluation",
-           "load_experiment", "load_experiment_file", "load_results", "load_variants", "tune_request_match"]
+__all__ = ["Assertion", "AssertionResult", "CellResult", "CellSource", "Comparison", "Evaluation", "Experiment",
+           "ExperimentFile", "ExperimentFileErrors", "Variant", "evaluate", "experiment", "load_asserts",
+           "load_evaluation", "load_experiment", "load_experiment_file", "load_results", "load_variants",
+           "tune_request_match"]

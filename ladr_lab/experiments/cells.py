@@ -279,6 +279,21 @@ class CellResult:
             d = {k: d[k] for k in self.order}
         return d
 
+    def to_report(self, out: str | Path | None = None) -> dict[str, Any]:
+        """The cell as `ladr-lab eval --json` lists it: its results line without what only resuming reads
+        (fingerprint, pos, asserts_fp), the inputs under `inputs`, each assertion under `checks` (name, passed,
+        reason, and score when it has one) instead of a column each, and `trace` joined to the folder `out`."""
+        line = self.to_dict()
+        skip = {"fingerprint", "pos", "asserts_fp", "asserts", "reasons", *self.asserts}
+        d: dict[str, Any] = {k: v for k, v in line.items() if k not in skip and not k.startswith("input.")}
+        d["inputs"] = dict(self.inputs)
+        if self.checks is not None:
+            d["checks"] = [{"name": n, "passed": r.passed, "reason": r.reason,
+                            **({"score": r.score} if r.score is not None else {})} for n, r in self.checks.items()]
+        if self.trace and out is not None:
+            d["trace"] = str(Path(out) / self.trace)
+        return d
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CellResult:
         """A cell read back from its results line (`to_dict` gives the same line back)."""

@@ -91,8 +91,12 @@ FILTER_KEYS = {
     "failing": "Only the cells that failed in this earlier experiment folder.",
     "errors": "Only the cells that ended in an error in this earlier experiment folder.",
 }
-# the outputs the command line writes after a run, by kind: empty until a face adds one (docs/experiments.md)
-OUTPUT_KEYS: dict[str, str] = {}
+# the outputs the command line writes after a run, by kind (docs/experiments.md, "Reports for CI and for people")
+OUTPUT_KEYS: dict[str, str] = {
+    "html": "A standalone HTML page of the results (--html): the summary, the grid, each cell's assertions, output "
+            "and trace.",
+    "junit": "A JUnit XML report (--junit): a test suite per variant, a test case per cell.",
+}
 KEY_TABLES: dict[str, dict[str, str]] = {"experiment": TOP_KEYS, "variant": VARIANT_KEYS, "filters": FILTER_KEYS,
                                          "outputs": OUTPUT_KEYS, "assertion": ASSERT_KEYS}
 REJUDGE = ("auto", "only", "off")

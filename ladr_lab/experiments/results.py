@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..display import Displayable
+from ..errors import LadrError
 from ..trace import Trace
 from .cells import CellResult
 from .folder import RESULTS, SUMMARY, TABLE, latest_cells, read_manifest
@@ -256,6 +257,47 @@ class Experiment(Displayable):
         self.to_dataframe().to_csv(self.out / TABLE, index=False)
         self.summary().to_csv(self.out / SUMMARY, index=False)
 
+    # ---- reports: for CI and for people --------------------------------------------------------------------
+    def cell_reports(self) -> list[dict]:
+        """Every cell as `--json` lists it (`CellResult.to_report`: status, passed, each check, output, the trace's
+        path, ...), in the run's order."""
+        return [c.to_report(self.out) for c in self.cells]
+
+    def to_junit(self) -> str:
+        """The run as a JUnit XML report: a test suite per variant, a test case per cell (`junit.py`)."""
+        from .junit import to_junit
+        return to_junit(self)
+
+    def save_junit(self, path: str | Path) -> Path:
+        """Write the JUnit XML report to `path`; returns the path."""
+        from .junit import write_junit
+        return write_junit(self, path)
+
+    def to_page(self) -> str:
+        """The static view as a standalone HTML page: the whole grid, each mark a link to its cell (assertions,
+        output, trace); nothing is loaded from elsewhere."""
+        from .html import experiment_page
+        return experiment_page(self)
+
+    def save_html(self, path: str | Path) -> Path:
+        """Write `to_page()` to `path` (its folder made when missing); returns the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_page(), encoding="utf-8")
+        return path
+
+    def compare(self, other: Experiment | str | Path, *, variants: Mapping[str, str] | None = None):
+        """What changed from this run to `other` (an Experiment or its folder), cell by cell: a `Comparison`
+        (`compare.py`) — pass→fail, fail→pass, status, assertions, output, new and missing cells, counts per
+        variant, each changed cell's two traces for a diff. `variants` pairs variants named differently
+        ({name here: name there}); one variant on each side is paired whatever the names."""
+        from .compare import Comparison
+        if not isinstance(other, Experiment):
+            if not is_results_folder(other):
+                raise LadrError(f"{other} holds no results ({RESULTS}): not the folder of an eval or an experiment")
+            other = load_results(other)
+        return Comparison(self, other, variants=variants)
+
     # ---- cells and traces ---------------------------------------------------------------------------------
     def _key(self, variant: str | None, row: str | None) -> tuple[str | None, str]:
         """(variant, row) of `cell(variant, row)` or `cell(row)` (an experiment of one variant, an evaluation)."""
@@ -441,6 +483,11 @@ class Evaluation(Experiment):
         """Counts by status and the results table as a static HTML view."""
         from .html import evaluation_html
         return evaluation_html(self)
+
+    def to_page(self) -> str:
+        """The static view as a standalone HTML page: every row, and each row's part (output, error, trace)."""
+        from .html import evaluation_page
+        return evaluation_page(self)
 
     def format(self) -> str:
         """A one-line summary per status, and the output folder."""
