@@ -126,8 +126,9 @@ class Comparison(Displayable):
         self.before, self.after = before, after
         self.pairs = _pairs(before, after, variants)
         self._by_name = {p.name: p for p in self.pairs}
-        self._cells_a = {(c.variant, c.row): c for c in before.cells}
-        self._cells_b = {(c.variant, c.row): c for c in after.cells}
+        # a repeated cell (`repeat=N`) is compared by its first run, as the grid shows it
+        self._cells_a = {(c.variant, c.row): c for c in before.cells if c.repeat == 1}
+        self._cells_b = {(c.variant, c.row): c for c in after.cells if c.repeat == 1}
         self.changes: list[dict] = []
         self._unchanged: dict[str, int] = {}
         for pair in self.pairs:

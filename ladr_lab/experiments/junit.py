@@ -84,7 +84,8 @@ def _result(cell: CellResult) -> ET.Element | None:
 
 
 def _case(cell: CellResult, exp: Experiment, classname: str) -> ET.Element:
-    case = ET.Element("testcase", name=_text(cell.row), classname=_text(classname),
+    name = cell.row if cell.repeat == 1 else f"{cell.row} (run {cell.repeat})"    # repeats are cases of their own
+    case = ET.Element("testcase", name=_text(name), classname=_text(classname),
                       time=f"{max(0.0, float(cell.seconds or 0)):.3f}")
     result = _result(cell)
     if result is not None:

@@ -139,3 +139,15 @@ def test_the_cache_keys_runs_apart(tmp_path):
     assert store.for_repeat(1) is store and store.for_repeat(3).repeat == 3 and store.repeat == 1
     store.put("k", Completion(text="shared file", model="m"))
     assert store.for_repeat(3).get("k").text == "shared file"          # one file, one store: keys set them apart
+
+
+def test_repeats_are_cases_of_their_own_in_junit_and_compare_takes_first_runs(sampler, tmp_path):
+    """With `repeat=2`: JUnit names each run (no two test cases alike), and `compare` pairs a cell's first runs, as
+    the grid shows them (a cell is never compared with another run of itself)."""
+    import xml.etree.ElementTree as ET
+    exp = _run(tmp_path, "a", sampler, repeat=2)
+    names = [c.get("name") for c in ET.fromstring(exp.to_junit()).iter("testcase")]
+    assert sorted(names) == ["r1", "r1 (run 2)", "r2", "r2 (run 2)"]
+    again = _run(tmp_path, "b", sampler, repeat=2)          # replayed from the cache: the same outputs
+    cmp = exp.compare(again)
+    assert cmp.regressions == [] and [c for c in cmp.changes if c.change == "output"] == []
