@@ -151,6 +151,7 @@ _NOT_VALUES = frozenset(("true", "false", "null", "none", "nil", "yes", "no", '"
 _STATUS_WORDS = frozenset(("ok", "fail", "failed", "passed", "skip", "skipped", "error", "none", "n/a", "required",
                            "optional", "enabled", "disabled", "on", "off"))
 # a part ending in one of these is a secret's name run together (PGPASSWORD, MYSQLPWD, APPSECRET, XTOKEN)
+_COLOR_RE = re.compile(r"#(?:[0-9a-fA-F]{3}){1,2}")  # "pass": "#1a7f37", a colour
 _SECRET_ENDINGS = ("password", "passwd", "secret", "token")
 # keytool's and openssl's password flags (-storepass, -keypass, -passout), read as one word
 _PASS_FLAGS = frozenset(("storepass", "keypass", "srcstorepass", "deststorepass", "srckeypass", "destkeypass",
@@ -160,7 +161,8 @@ _PASS_FLAGS = frozenset(("storepass", "keypass", "srcstorepass", "deststorepass"
 def _secret_name(name: str, flag: bool = False, value: str = "") -> bool:
     """Whether a setting named `name` holds a secret (camelCase, snake_case, kebab-case and dotted names).
 
-    A lone ``pass`` or ``auth`` is a secret's name only when `value` looks like a password or a key."""
+    A lone ``pass`` or ``auth`` is a secret's name only when `value` looks like a password (one word of letters and
+    digits, a symbol or mixed case, not ``ok``/``failed``/…) or a key."""
     parts = [p.lower() for p in _PARTS_RE.findall(name)]
     if not parts or parts[-1] in _NOT_SECRET_TAILS or (flag and parts[0] == "no"):
         return False
@@ -168,7 +170,8 @@ def _secret_name(name: str, flag: bool = False, value: str = "") -> bool:
         v = value.strip("\\\"'")
         if parts == ["auth"]:
             return len(v) >= 8 and _looks_random(v)
-        return len(v) >= 4 and not v.isdigit() and v.lower() not in _STATUS_WORDS
+        return v.lower() not in _STATUS_WORDS and _looks_like_password(v) and not any(c in v for c in " {}()[]<>") \
+            and _COLOR_RE.fullmatch(v) is None
     for i, part in enumerate(parts):
         if part in _SECRET_PARTS or part in _PASS_FLAGS or (len(part) > 6 and part.endswith(_SECRET_ENDINGS)):
             return True
@@ -263,24 +266,24 @@ _STRUCTURAL: tuple[tuple[tuple[str, ...], re.Pattern, int, Callable[[re.Match], 
     (triggers, re.compile(rx), group, check) for triggers, rx, group, check in (
         # passwords handed to commands
         (("--user", "--proxy-user", "--auth", "--basic-auth", "--http-user"),
-         r"""(?<![\w-])--(?:user|proxy-user|auth|basic-auth|http-user)(?:=|\s+)\\?['"]?[^\s:'"\\]+\\?['"]?:"""
-         r"""\\?['"]?([^\s'"\\]+)""", 1, lambda m: not m.group(1).isdigit() and _not_placeholder(m.group(1))),
-        ((" -u", "\t-u", " -a"), r"""\b(?:curl|https?|wget|httpie|xh)\b[^\n|;&]*?\s-[uaU]\s*\\?['"]?[^\s:'"\\]+\\?['"]?:"""
-                                  r"""\\?['"]?([^\s'"\\]+)""",
+         r"""(?<![\w-])--(?:user|proxy-user|auth|basic-auth|http-user)(?:=|\s+)\\?['"]?[^\s:'"`\\]+\\?['"]?:"""
+         r"""\\?['"]?([^\s'"`\\]+)""", 1, lambda m: not m.group(1).isdigit() and _not_placeholder(m.group(1))),
+        ((" -u", "\t-u", " -a"), r"""\b(?:curl|https?|wget|httpie|xh)\b[^\n|;&]*?\s-[uaU]\s*\\?['"]?[^\s:'"`\\]+\\?['"]?:"""
+                                  r"""\\?['"]?([^\s'"`\\]+)""",
          1, lambda m: not m.group(1).isdigit() and _not_placeholder(m.group(1))),
-        (("mysql", "mariadb"), rf"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]*?\s-p(?!\s){_Q}([^\s'"\\]+)\1""", 2,
+        (("mysql", "mariadb"), rf"""\b(?:mysql\w*|mariadb[\w-]*)\b[^\n|;&]*?\s-p(?!\s){_Q}([^\s'"`\\]+)\1""", 2,
          lambda m: _not_placeholder(m.group(2))),
-        (("sshpass",), rf"""\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{_Q}([^\s'"\\]+)\1""", 2,
+        (("sshpass",), rf"""\bsshpass\s+(?:-[a-oq-zA-Z]\S*\s+)*-p\s*{_Q}([^\s'"`\\]+)\1""", 2,
          lambda m: _not_placeholder(m.group(2))),
-        (("pass:",), rf"""(?<![\w-])pass:{_Q}([^\s'"\\]+)\1""", 2, None),  # openssl -passin/-passout pass:...
-        (("login",), rf"""\blogin\b[^\n|;&]*?\s-p\s*{_Q}([^\s'"\\-][^\s'"\\]*)\1""", 2,
+        (("pass:",), rf"""(?<![\w-])pass:{_Q}([^\s'"`\\]+)\1""", 2, None),  # openssl -passin/-passout pass:...
+        (("login",), rf"""\blogin\b[^\n|;&]*?\s-p\s*{_Q}([^\s'"\\-][^\s'"`\\]*)\1""", 2,
          lambda m: not m.group(2).isdigit() and _not_placeholder(m.group(2)) and _REGISTRY_CLI_RE.search(
              m.string, m.string.rfind("\n", 0, m.start()) + 1, m.start()) is not None),
-        (("redis-cli",), rf"""\bredis-cli\b[^\n|;&]*?\s-a\s+{_Q}([^\s'"\\]+)\1""", 2,
+        (("redis-cli",), rf"""\bredis-cli\b[^\n|;&]*?\s-a\s+{_Q}([^\s'"`\\]+)\1""", 2,
          lambda m: _not_placeholder(m.group(2))),
         (("password-stdin",), r"""\becho\s+(-n\s+)?(['"]?)([^\s'"|]+)\2\s*\|[^|\n]*--password-stdin""", 3,
          lambda m: _not_placeholder(m.group(3))),
-        (("<<<",), rf"""<<<\s*{_Q}([^\s'"\\]+)\1""", 2,
+        (("<<<",), rf"""<<<\s*{_Q}([^\s'"`\\]+)\1""", 2,
          lambda m: _not_placeholder(m.group(2)) and (
              _WORDY_LINE_RE.search(m.string, m.string.rfind("\n", 0, m.start()) + 1, m.start()) is not None
              or (len(m.group(2)) >= 12 and _looks_random(m.group(2))))),

@@ -223,6 +223,8 @@ def _look_alikes() -> list[str]:
         "mailto:alice@example.com",
         "git clone git@github.com:acme/app.git",
         "pass: ok",
+        '{"pass": true, "reason": "the answer names the bay", "score": 0.9}',
+        'colors = {"pass": "#1a7f37", "fail": "#cf222e"}',
         "pass=ok fail=0",
         "auth: required",
         '"auth": true',
