@@ -367,6 +367,7 @@ class _Scanner:
         for j, triggers in enumerate(_OLD_TRIGGERS.values()):
             for k in triggers:
                 wants.setdefault(k, set()).add(("old", j))
+        self._rule_anchored = tuple(rule.anchors is not None for rule in self.rules.rules)
         self.keywords = sorted(wants)
         self._wants = [tuple(sorted(wants[k])) for k in self.keywords]
         self._old_names = tuple(_OLD_TRIGGERS)
@@ -399,10 +400,9 @@ class _Scanner:
                     structural_at.setdefault(j, []).extend(starts)
                 else:
                     old.add(self._old_names[j])
-        for j in rules:
-            rules[j] = rule_at.get(j, [])
-        for j in structural:
-            structural[j] = structural_at.get(j, [])
+        # a rule whose matches all begin with an anchor, and no anchor here, cannot match: it is not tried
+        rules = {j: rule_at.get(j, []) for j in rules if j in rule_at or not self._rule_anchored[j]}
+        structural = {j: structural_at.get(j, []) for j in structural if j in structural_at or not self.anchored[j]}
         return rules, structural, old
 
 
@@ -469,9 +469,7 @@ class CredentialRedactor:
             rule_at, structural = (view_hits[0], view_hits[1]) if view_hits else ({}, {})
         anchor = len(low) == len(text)  # lower-casing kept the positions (no rare letters): try rules where needed
         rules = self._scan.rules
-        ids = sorted(rule_at)
-        spans = rules.spans(view, [rules.rules[i] for i in ids],
-                            {n: rule_at[i] for n, i in enumerate(ids)} if anchor else None)
+        spans = rules.spans(view, [(rules.rules[i], where if anchor else None) for i, where in rule_at.items()])
         for i, where in structural.items():
             _, rx, group, check = _STRUCTURAL[i]
             found = (rx.match(view, p) for p in sorted(set(where))) if anchor and self._scan.anchored[i] \

@@ -116,7 +116,7 @@ def sample(rules: RuleSet, rule: Rule, seed: int = 0, tries: int = 400) -> tuple
         text = _Builder(rng, ignore_case).build(parsed).strip("\n")
         if rule.keywords and not any(k in text.lower() for k in rule.keywords):
             text = f"{rng.choice(rule.keywords)} {text}"
-        spans = rules.spans(text, [rule])
+        spans = rules.spans(text, [(rule, None)])
         if spans:
             start, end = spans[0]
             return text, text[start:end]

@@ -143,7 +143,7 @@ def _generic() -> gitleaks.Rule:
     ("api_token = Zk3pQ9vW2false4b", False),  # the global allowlist ("false")
 ])
 def test_entropy_stopwords_and_allowlists_act_as_in_gitleaks(text: str, found: bool) -> None:
-    assert bool(RULES.spans(text, [_generic()])) is found
+    assert bool(RULES.spans(text, [(_generic(), None)])) is found
 
 
 def test_only_the_secret_group_is_hidden() -> None:
@@ -151,7 +151,7 @@ def test_only_the_secret_group_is_hidden() -> None:
     assert sonar.secret_group == 2
     value = "squ_" + "Zk3pQ9vW2x" * 4
     text = f"SONAR_TOKEN={value}"
-    (span,) = RULES.spans(text, [sonar])
+    (span,) = RULES.spans(text, [(sonar, None)])
     assert text[slice(*span)] == value
 
 
@@ -173,8 +173,8 @@ def test_an_anchored_rule_finds_what_a_scan_of_every_position_finds() -> None:
         record = f"said: {text} and {text.upper() if rule.regex.flags & re.IGNORECASE else text}"
         low = record.lower()
         at = [i for a in rule.anchors for i in range(len(low)) if low.startswith(a, i)]
-        everywhere = set(RULES.spans(record, [rule]))
-        assert everywhere and everywhere <= set(RULES.spans(record, [rule], {0: at})), rule.id
+        everywhere = set(RULES.spans(record, [(rule, None)]))
+        assert everywhere and everywhere <= set(RULES.spans(record, [(rule, at)])), rule.id
 
 
 @pytest.mark.parametrize(("pattern", "starts"), [

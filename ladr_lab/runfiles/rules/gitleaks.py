@@ -273,14 +273,14 @@ class RuleSet:
         """A short name of this set and its upstream commit, part of the masker's name."""
         return f"gitleaks-{self.source.get('commit', '')[:12]}"
 
-    def spans(self, text: str, rules: list[Rule], at: dict[int, list[int]] | None = None) -> list[tuple[int, int]]:
+    def spans(self, text: str, rules: list[tuple[Rule, list[int] | None]]) -> list[tuple[int, int]]:
         """The spans of `text` holding a secret that one of `rules` finds and no allowlist lets through.
 
-        `at` (by a rule's index in `rules`) holds where the rule's `anchors` are in `text`: a rule that has anchors is
-        tried only there."""
+        Each rule comes with where its `anchors` are in `text` (a rule that has anchors is tried only there), or
+        None (it is tried at every position)."""
         out = []
-        for n, rule in enumerate(rules):
-            where = at.get(n, []) if at is not None and rule.anchors is not None else None
+        for rule, at in rules:
+            where = at if at is not None and rule.anchors is not None else None
             found = rule.regex.finditer(text) if where is None else \
                 filter(None, (rule.regex.match(text, p) for p in sorted(set(where))))
             for m in found:
