@@ -2,7 +2,7 @@
 
     python benchmarks/runfiles.py                 # a generated 1 GiB run folder under /tmp (default)
     python benchmarks/runfiles.py --size-mb 64    # smaller
-    python benchmarks/runfiles.py --size-mb 32 --builds-only   # only the unmasked and the masked build
+    python benchmarks/runfiles.py --size-mb 32 --builds-only   # only the unmasked and the masked builds
 
 It writes one agent's `.history` and `.log` (AgentRecordFormat, episodes, conversations, multi-line messages, rare
 identifiers planted; about one message in 20 also carries what real run files hold: a path inside the run folder,
@@ -28,6 +28,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,8 +75,36 @@ def extra(rng: random.Random, run: Path) -> str:
     return f"sha256:{sha[:32]} {rng.randint(0, 10**6)} bytes"
 
 
-def generate(run: Path, size_mb: int, seed: int = 7) -> dict:
-    """Write Alice.history and Alice.log of about `size_mb` MiB together; return what was planted."""
+def dense_extra(rng: random.Random, run: Path) -> str:
+    """What one record in five holds in the dense variant: a path (inside the run or not), a URL or a setting."""
+    pick = rng.randrange(9)
+    if pick == 0:
+        return f"wrote {run}/out/step-{rng.randint(1, 99)}.json ({rng.randint(1, 9999)} bytes)"
+    if pick == 1:
+        return f"loaded /usr/lib/python3.11/site-packages/pkg_{rng.randint(1, 99)}/mod.py and ~/.cache/ladr/{rng.randint(1, 9)}"
+    if pick == 2:
+        return f"GET https://api.example.org/v1/items/{rng.randint(1, 999)}?page={rng.randint(1, 9)}&limit=50 -> 200"
+    if pick == 3:
+        return f"see https://docs.example.org/guide/{rng.randint(1, 99)}#section-{rng.randint(1, 9)}"
+    if pick == 4:
+        return f"max_tokens={rng.randint(16, 4096)} temperature=0.{rng.randint(0, 9)} top_p=0.95 timeout=30"
+    if pick == 5:
+        return json.dumps({"model": "gpt-x", "max_tokens": rng.randint(16, 4096), "retries": 3,
+                           "base_url": "https://api.example.org/v1", "api_key_env": "OPENAI_API_KEY"})
+    if pick == 6:
+        return f"config: cache_dir=./cache workers={rng.randint(1, 8)} log_level=info token_budget={rng.randint(1, 9)}000"
+    if pick == 7:
+        return f"ran python -m pytest -q tests/test_{rng.randint(1, 50)}.py --basetemp=/tmp/pt-{rng.randint(1, 99)}"
+    if rng.random() < 0.05:  # an invented credential, built from parts
+        return "export API" + "_KEY=" + "".join(rng.choices("abcdefghijkmnopqrstuvwxyz0123456789", k=32))
+    return f"password_policy: min_length={rng.randint(8, 16)}, secret rotation every {rng.randint(30, 90)} days"
+
+
+def generate(run: Path, size_mb: int, seed: int = 7, dense: bool = False) -> dict:
+    """Write Alice.history and Alice.log of about `size_mb` MiB together; return what was planted.
+
+    One message in 20 carries an `extra`; with `dense`, one in five carries a `dense_extra` (a path, URL or
+    setting)."""
     rng = random.Random(seed)
     rng_extra = random.Random(seed + 1)  # its own stream: the prose is the same as without the extras
     vocab = vocabulary(rng) + ["velocity", "tariff"]
@@ -102,12 +131,14 @@ def generate(run: Path, size_mb: int, seed: int = 7) -> dict:
                          for _ in range(1 if rng.random() < 0.8 else rng.randint(2, 5))]
                 if rng.random() < 0.0005:
                     lines[0] += " " + rng.choice(RARE) + " bay " + str(rng.randint(1, 9))
-                if rng_extra.random() < 0.05:
-                    lines[-1] += " " + extra(rng_extra, run)
+                if rng_extra.random() < (0.2 if dense else 0.05):
+                    lines[-1] += " " + (dense_extra if dense else extra)(rng_extra, run)
                 kind = rng.choice(("was told (round 1): ", "said (round 1): "))
                 buf_h.append(format_record(ts, "Alice", kind + "\n".join(lines), state="running", conversation=conv))
-                buf_l.append(format_record(ts, "Alice", "round 1: answer " + lines[0][:80], state="running",
-                                           conversation=conv, level="INFO"))
+                answer = "round 1: answer " + lines[0][:80]
+                if dense and rng_extra.random() < 0.2:  # the log's records hold them as often
+                    answer += " " + dense_extra(rng_extra, run)
+                buf_l.append(format_record(ts, "Alice", answer, state="running", conversation=conv, level="INFO"))
                 if rng.random() < 0.3:
                     buf_l.append(format_record(ts, "Alice", "messages: " + json.dumps(lines), state="running",
                                                conversation=conv, level="DEBUG"))
@@ -161,8 +192,12 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated folder (the index is always removed)")
     ap.add_argument("--reuse", action="store_true", help="use the folder a --keep run left instead of generating")
     ap.add_argument("--builds-only", action="store_true", help="only the unmasked and the masked build (no latency)")
+    ap.add_argument("--dense-mb", type=int, default=None,
+                    help="size of the dense variant (1 record in 5 with a path, URL or setting; default: --size-mb, "
+                         "0 to skip)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "runfiles.json"))
     a = ap.parse_args()
+    a.dense_mb = a.size_mb if a.dense_mb is None else a.dense_mb
     base = Path(a.dir)
     run = base / "run"
     meta = base / "generated.json"
@@ -185,20 +220,25 @@ def main() -> int:
                                  "load_average_at_start": os.getloadavg()[0]},
                      "size_bytes": gen["bytes"], "records": gen["records"], "episodes": gen["episodes"]}
     with RunFileRetriever(run, "Alice", index_path=base / "index.sqlite") as r:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         first = r.search(QUERIES[0], **req)
-        build_s = time.perf_counter() - t
+        build_s, build_cpu = time.perf_counter() - t, time.process_time() - c
         st = first.refresh
-        results["build"] = {"seconds": round(build_s, 2), "bytes_read": st.bytes_read,
+        results["build"] = {"seconds": round(build_s, 2), "cpu_seconds": round(build_cpu, 2),
+                            "bytes_read": st.bytes_read,
                             "mb_per_s": round(st.bytes_read / 2**20 / build_s, 2), "records": st.records,
                             "pieces": st.pieces, "index_bytes": (base / "index.sqlite").stat().st_size}
         print(f"build: {build_s:.1f} s, {results['build']['mb_per_s']} MiB/s, {st.pieces} pieces", flush=True)
-        masked_s, mst = masked_build(run, base / "index-masked.sqlite", req)
-        results["build_masked"] = {"seconds": round(masked_s, 2), "bytes_read": mst.bytes_read,
+        masked_s, masked_cpu, mst = masked_build(run, base / "index-masked.sqlite", req)
+        results["build_masked"] = {"seconds": round(masked_s, 2), "cpu_seconds": round(masked_cpu, 2),
+                                   "bytes_read": mst.bytes_read,
                                    "mb_per_s": round(mst.bytes_read / 2**20 / masked_s, 2), "records": mst.records,
-                                   "pieces": mst.pieces, "ratio_to_unmasked": round(masked_s / build_s, 3)}
+                                   "pieces": mst.pieces, "ratio_to_unmasked": round(masked_s / build_s, 3),
+                                   "cpu_ratio_to_unmasked": round(masked_cpu / build_cpu, 3)}
         print(f"masked build: {masked_s:.1f} s, {results['build_masked']['mb_per_s']} MiB/s, "
-              f"x{masked_s / build_s:.2f} the unmasked build", flush=True)
+              f"x{masked_s / build_s:.2f} the unmasked build (CPU x{masked_cpu / build_cpu:.2f})", flush=True)
+        if a.dense_mb:
+            results["dense"] = dense_builds(base, a.dense_mb, req)
         if a.builds_only:
             return finish(a, base, results, build_s, None, None, {}, 0)
         lat = {}
@@ -225,14 +265,33 @@ def main() -> int:
     return finish(a, base, results, build_s, append_s, after, lat, appended)
 
 
-def masked_build(run: Path, index_path: Path, req: dict) -> tuple[float, object]:
-    """Build the index of `run` again in `index_path` with the masker `ladr-lab search --mask` uses; time it."""
-    with RunFileRetriever(run, "Alice", index_path=index_path, masker=Masker.hiding_outside(run)) as r:
-        t = time.perf_counter()
+def masked_build(run: Path, index_path: Path, req: dict, masked: bool = True) -> tuple[float, float, Any]:
+    """Build the index of `run` in `index_path` with the masker `ladr-lab search --mask` uses (or none); return
+    its wall and CPU seconds (the masker's rules are compiled inside the timed part) and the refresh stats."""
+    t, c = time.perf_counter(), time.process_time()
+    with RunFileRetriever(run, "Alice", index_path=index_path,
+                          masker=Masker.hiding_outside(run) if masked else None) as r:
         first = r.search(QUERIES[0], **req)
-        seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - c
     index_path.unlink(missing_ok=True)
-    return seconds, first.refresh
+    return seconds, cpu, first.refresh
+
+
+def dense_builds(base: Path, size_mb: int, req: dict) -> dict:
+    """The dense variant (one record in five holds a path, URL or setting): unmasked and masked build, back to back."""
+    run = base / "run-dense"
+    gen = generate(run, size_mb, dense=True)
+    plain_s, plain_cpu, st = masked_build(run, base / "index-dense.sqlite", req, masked=False)
+    masked_s, masked_cpu, _ = masked_build(run, base / "index-dense-masked.sqlite", req)
+    out = {"size_bytes": gen["bytes"], "records": st.records, "seconds": round(plain_s, 2),
+           "cpu_seconds": round(plain_cpu, 2), "masked_seconds": round(masked_s, 2),
+           "masked_cpu_seconds": round(masked_cpu, 2), "ratio_to_unmasked": round(masked_s / plain_s, 3),
+           "cpu_ratio_to_unmasked": round(masked_cpu / plain_cpu, 3)}
+    print(f"dense variant ({gen['bytes'] / 2**20:.0f} MiB, 1 record in 5 with a path, URL or setting): build "
+          f"{plain_s:.1f} s, masked {masked_s:.1f} s, x{out['ratio_to_unmasked']:.2f} (CPU "
+          f"x{out['cpu_ratio_to_unmasked']:.2f})", flush=True)
+    shutil.rmtree(run)
+    return out
 
 
 def finish(a: argparse.Namespace, base: Path, results: dict, build_s: float, append_s: float | None, after,
@@ -244,6 +303,9 @@ def finish(a: argparse.Namespace, base: Path, results: dict, build_s: float, app
     results["summary"] = {"build_mb_per_s": results["build"]["mb_per_s"],
                           "masked_build_mb_per_s": results["build_masked"]["mb_per_s"],
                           "masked_ratio": results["build_masked"]["ratio_to_unmasked"], "masked_target": 1.5,
+                          "masked_cpu_ratio": results["build_masked"]["cpu_ratio_to_unmasked"],
+                          "dense_masked_ratio": results.get("dense", {}).get("ratio_to_unmasked"),
+                          "dense_masked_cpu_ratio": results.get("dense", {}).get("cpu_ratio_to_unmasked"),
                           "append_ratio": results["append"]["ratio_to_build"] if "append" in results else None,
                           "append_target": 0.01,
                           "p50_speedup_vs_rg_median": speedups and statistics.median(speedups),
@@ -257,6 +319,13 @@ def finish(a: argparse.Namespace, base: Path, results: dict, build_s: float, app
     print(f"{'masked index build (--mask)':<44} {masked['seconds']:>12.1f} s")
     print(f"{'masked build throughput':<44} {masked['mb_per_s']:>8.1f} MiB/s")
     print(f"{'  masked / unmasked build time (<= 1.5)':<44} {masked['ratio_to_unmasked']:>14.3f}")
+    print(f"{'  masked / unmasked build CPU (<= 1.5)':<44} {masked['cpu_ratio_to_unmasked']:>14.3f}")
+    if "dense" in results:
+        dense = results["dense"]
+        print(f"{'dense variant (1 record in 5: path/URL/setting)':<44} {dense['size_bytes'] / 2**20:>10.0f} MiB")
+        print(f"{'  build, masked build':<44} {dense['seconds']:>6.1f}, {dense['masked_seconds']:.1f} s")
+        print(f"{'  masked / unmasked build time (<= 1.5)':<44} {dense['ratio_to_unmasked']:>14.3f}")
+        print(f"{'  masked / unmasked build CPU (<= 1.5)':<44} {dense['cpu_ratio_to_unmasked']:>14.3f}")
     print(f"{'index size':<44} {results['build']['index_bytes'] / 2**20:>10.0f} MiB")
     if append_s is not None:
         print(f"{'search after 1 MiB append':<44} {append_s * 1000:>11.1f} ms")

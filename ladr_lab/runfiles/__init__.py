@@ -4,7 +4,8 @@
 - RecordParser, AgentRecord (also named Record), parse_file — a file's text back into records (history, log, preamble)
 - agent_name, encode_name — the one-to-one, readable file names of agents
 - RecordInterpreter, LadrInterpreter, Reading — what a record means: note, told, said or left out
-- Masker, PathRedactor, CredentialRedactor — hiding local paths outside the run folder and credentials
+- Masker, PathRedactor, CredentialRedactor — hiding local paths outside the run folder and credentials (with
+  gitleaks' rule set, vendored in `rules/`)
 - RunFileIndex — the incremental SQLite FTS5 index of one agent's files
 - cache_dir, cached_index_path, prune_cache — where `ladr-lab search` keeps an index between calls, kept bounded
 - RunFileRetriever, Scope, Piece, SearchResult — seed 004's search; RunFileSource — the same as a step's source
