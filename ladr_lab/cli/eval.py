@@ -10,6 +10,7 @@ from ..errors import LadrError, ModelError
 from ..experiments.folder import RESULTS, TABLE
 from ._common import USAGE_ERROR, _json_errors, _kv
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
+from .otel_args import add_otel_options, otel_options
 from .run import _positive
 
 __all__ = ["add_parser", "cmd_eval", "cmd_experiment"]
@@ -87,7 +88,7 @@ def cmd_experiment(a) -> int:
                          isolate_slates=not a.share_slates,
                          resume=not a.restart, progress=not a.no_progress and not a.json,
                          model_options=model_options(a), retry_errors=not a.no_retry_errors,
-                         cache=cache_arg(a))
+                         cache=cache_arg(a), **_telemetry(a))
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = exp.counts()
@@ -97,10 +98,10 @@ def cmd_experiment(a) -> int:
                    for s in exp.summary_rows()]
         print(json.dumps({"cells": len(exp.rows), "variants": exp.variants, "counts": counts, "failed": failed,
                           "summary": summary, "notes": exp.notes, "retried": exp.retried, "out": str(exp.out),
-                          "results": str(exp.out / TABLE)}, default=str))
+                          "results": str(exp.out / TABLE), **_telemetry_json(exp)}, default=str))
     else:
         print(exp.format())
-    return 0 if set(counts) <= {"completed"} and not failed else 1
+    return _telemetry_said(a, exp, 0 if set(counts) <= {"completed"} and not failed else 1)
 
 
 def cmd_eval(a) -> int:
@@ -118,16 +119,48 @@ def cmd_eval(a) -> int:
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
                       isolate_slates=a.isolate_slates, resume=not a.restart,
                       progress=not a.no_progress and not a.json, model_options=model_options(a),
-                      retry_errors=not a.no_retry_errors, cache=cache_arg(a))
+                      retry_errors=not a.no_retry_errors, cache=cache_arg(a), **_telemetry(a))
     except LadrError as exc:
         return _json_errors(a, exc)
     counts = ev.counts()
     if a.json:
         print(json.dumps({"rows": len(ev.rows), "counts": counts, "retried": ev.retried, "out": str(ev.out),
-                          "results": str(ev.out / TABLE)}))
+                          "results": str(ev.out / TABLE), **_telemetry_json(ev)}))
     else:
         print(ev.format())
-    return 0 if set(counts) <= {"completed"} else 1
+    return _telemetry_said(a, ev, 0 if set(counts) <= {"completed"} else 1)
+
+
+def _telemetry(a) -> dict:
+    """`otel=` and `phoenix=` of evaluate / experiment from the OpenTelemetry flags (otel_args.py)."""
+    return {"otel": otel_options(a) or False, "phoenix": False if a.phoenix is None else (a.phoenix or True)}
+
+
+def _telemetry_json(res) -> dict:
+    """The `phoenix` (what the upload made, or `phoenix_error`) and `otel_errors` keys of `--json`, when any."""
+    out: dict = {}
+    if res.phoenix is not None:
+        out["phoenix"] = res.phoenix.to_dict()
+    if res.phoenix_error:
+        out["phoenix_error"] = res.phoenix_error
+    failed = sum(1 for c in res.cells if c.extra.get("otel_error"))
+    if failed:
+        out["otel_errors"] = failed
+    return out
+
+
+def _telemetry_said(a, res, code: int) -> int:
+    """Print what the upload made (or why it failed, then exit 1) and how many cells' spans could not be sent."""
+    if not a.json:
+        if res.phoenix is not None:
+            print(res.phoenix.format())
+        failed = [c for c in res.cells if c.extra.get("otel_error")]
+        if failed:
+            print(f"ladr-lab: the spans of {len(failed)} cell(s) could not be exported: "
+                  f"{failed[0].extra['otel_error']}", file=sys.stderr)
+        if res.phoenix_error:
+            print(f"ladr-lab: {res.phoenix_error}", file=sys.stderr)
+    return 1 if res.phoenix_error else code
 
 
 def add_parser(sub) -> None:
@@ -173,4 +206,5 @@ def add_parser(sub) -> None:
                    help="calls per period shared by every worker, e.g. 60/min or openai=5/s")
     add_model_options(p)
     add_cache_options(p)
+    add_otel_options(p, phoenix=True)
     p.set_defaults(fn=cmd_eval)

@@ -78,6 +78,7 @@ class CellSpec:
     then: Any = None                           # who answers live after a re-judged cell's divergence (None: nobody)
     limit_key: str | None = None               # the provider a rate limiter counts this cell's live calls under
     cache: str | bool = False                  # the response cache's folder (models/cache.py), or False: none
+    otel: Mapping[str, Any] | None = None      # export the cell's run as spans: OtelExport's options (telemetry.py)
 
 
 # ---- where a cell's result came from ---------------------------------------------------------------------------
@@ -181,6 +182,7 @@ class CellResult:
     source: CellSource | None = None
     checks: Mapping[str, AssertionResult] | None = None
     asserts_fp: str | None = None
+    otel_trace: str | None = None          # the OpenTelemetry trace id its run was exported as (None: not exported)
     extra: Mapping[str, Any] = field(default_factory=dict)   # columns this version does not know, kept as read
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)   # a line's key order, as read
 
@@ -246,6 +248,8 @@ class CellResult:
             d["live_calls"] = self.live_calls
         if self.retried:           # only on a retried cell's line: other lines keep the keys they always had
             d["retried"] = self.retried
+        if self.otel_trace:        # only on an exported cell's line
+            d["otel_trace"] = self.otel_trace
         d.update({k: getattr(self, k) for k in _TAIL})
         if self.source is not None:
             d["source"] = self.source.text
@@ -269,9 +273,10 @@ class CellResult:
             why = d.get("reasons") or {}
             checks = {n: AssertionResult(d.get(n), str(why.get(n, "") if isinstance(why, Mapping) else ""))
                       for n in names}
-        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", *_TAIL, "source", *_CHECK_KEYS,
-                 *(names or ())}
-        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried") if k in d}
+        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", "otel_trace", *_TAIL, "source",
+                 *_CHECK_KEYS, *(names or ())}
+        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried", "otel_trace")
+                              if k in d}
         return cls(row=str(d.get("row")), variant=None if d.get("variant") is None else str(d["variant"]),
                    inputs={k[len("input."):]: v for k, v in d.items() if k.startswith("input.")},
                    source=CellSource.parse(d["source"]) if "source" in d else None, checks=checks,
@@ -287,7 +292,8 @@ class CellResult:
     @classmethod
     def columns(cls) -> tuple[str, ...]:
         """The columns every cell has, in order (the inputs, a column per assertion and `passed` aside)."""
-        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", *_TAIL, "source", *_CHECK_KEYS)
+        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", "otel_trace", *_TAIL, "source",
+                *_CHECK_KEYS)
 
 
 # ---- running one -----------------------------------------------------------------------------------------------
@@ -334,8 +340,9 @@ def _model(spec: CellSpec, ladder: Ladder, limiter):
     return model, owned
 
 
-def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
-    """Run one cell and return its result; the trace goes to `<out>/<trace>`."""
+def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None, otel: Any = None) -> CellResult:
+    """Run one cell and return its result; the trace goes to `<out>/<trace>` (and, with `otel`, an OtelExport, its
+    spans wait there for the cell's assertion results: `telemetry.export_cell`)."""
     from ..engine import Run
     t0 = time.perf_counter()
     model = None
@@ -348,7 +355,8 @@ def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
         bound = _bind(spec)
         model, owned = _model(spec, ladder, limiter)
         run = Run(ladder, model=model, inputs=dict(spec.fields), slates=bound, trace_out=Path(spec.out) / spec.trace,
-                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=spec.cache)
+                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=spec.cache,
+                  otel=otel if otel is not None else False)
         try:
             res = run.run()
         finally:       # an interrupt leaves the run unfinished: still close its trace file and models
@@ -414,11 +422,14 @@ def check_cell(cell: CellResult, asserts: tuple[Assertion, ...], out: str | Path
 
 
 def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> CellResult:
-    """Run the cell, then check its assertions (an experiment's cell; a plain evaluation row is only run)."""
-    cell = run_cell(task.spec, ladder, limiter=limiter)
-    if task.source is None:
-        return cell
-    source = task.source
-    if task.spec.replay and cell.live_calls:
-        source = dataclasses.replace(source, live_calls=cell.live_calls)
-    return check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader)
+    """Run the cell, then check its assertions (an experiment's cell; a plain evaluation row is only run); with
+    `spec.otel`, export its run as spans tagged with the cell's variant, row and assertion results."""
+    from .telemetry import cell_export, export_cell
+    otel = cell_export(task.spec)
+    cell = run_cell(task.spec, ladder, limiter=limiter, otel=otel)
+    if task.source is not None:
+        source = task.source
+        if task.spec.replay and cell.live_calls:
+            source = dataclasses.replace(source, live_calls=cell.live_calls)
+        cell = check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader)
+    return export_cell(otel, cell, task.spec)
