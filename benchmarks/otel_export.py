@@ -3,7 +3,8 @@
     python benchmarks/otel_export.py [--rounds 1000] [--repeat 7] [--quick]
 
 The trace is one run of 100 steps × 5 nodes × 2 rounds (1,000 `llm_call` events, each with a system and a user
-message of about 2 kB, its output, token counts, a verdict and, on each node's first round, one fetched file),
+message of about 2 kB, its output, token counts, a verdict and, on each node's first round, one fetched file, whose
+1,800 characters the second round's prompt shows: the fetch span's document content is read back from there),
 with a gate and a write per node, as `Trace` records them. Timed (best and median of --repeat, milliseconds):
 - jsonl: `Trace.to_jsonl(path)`, the file a run writes (to a temporary folder);
 - plan: `otel.plan_spans`, the span tree in plain Python (no OpenTelemetry);
@@ -42,6 +43,9 @@ from ladr_lab.trace import (  # noqa: E402
 )
 
 
+DOC = "A retrieved document's line of text. " * 50       # 1,800 characters, the content of each fetched file
+
+
 def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
     """A recorded-looking trace of `rounds` model calls (steps of `nodes` nodes × `per_node` rounds)."""
     t = Trace()
@@ -55,8 +59,11 @@ def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
             for r in range(1, per_node + 1):
                 last = r == per_node
                 user = f"Question {s}/{n}/{r}: " + "context line of the prompt. " * 70
+                if r > 1:      # the node's earlier rounds' documents, as the prompt shows them (their spans' content)
+                    user += "".join(f"\n\nRetrievedDocuments {k}:\n--- docs/d{s}_{n}.md [files] ---\n" + DOC
+                                    for k in range(1, r))
                 fetched = None if last else (Fetched(path=f"docs/d{s}_{n}.md", mode="files", status="fetched",
-                                                     chars=1800),)
+                                                     chars=len(DOC)),)
                 t.emit(LlmCall(step=step, node=n, round=r, iteration=1,
                                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                                output='{"answer": "yes", "confidence": 0.9}' if last else

@@ -133,7 +133,9 @@ def cmd_eval(a) -> int:
 
 def _telemetry(a) -> dict:
     """`otel=` and `phoenix=` of evaluate / experiment from the OpenTelemetry flags (otel_args.py)."""
-    return {"otel": otel_options(a) or False, "phoenix": False if a.phoenix is None else (a.phoenix or True)}
+    opts = otel_options(a)
+    return {"otel": False if opts is None else (opts or True),
+            "phoenix": False if a.phoenix is None else (a.phoenix or True)}
 
 
 def _telemetry_json(res) -> dict:

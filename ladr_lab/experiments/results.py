@@ -319,7 +319,8 @@ class Evaluation(Experiment):
     def to_dataframe(self):
         """The results as a pandas DataFrame (input fields as `input.NAME` columns), in input order."""
         import pandas as pd
-        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos", "retried")} for r in self.rows]
+        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos", "retried", "otel_trace", "otel_error")}
+                for r in self.rows]
         extra = sorted({k for r in rows for k in r if k not in EVALUATION_COLUMNS})
         return pd.DataFrame(rows, columns=[EVALUATION_COLUMNS[0], *extra, *EVALUATION_COLUMNS[1:]])
 

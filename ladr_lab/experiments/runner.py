@@ -394,7 +394,7 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
 def _telemetry(otel: Any, phoenix: Any, out: Path) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
     """The Phoenix upload's options (None: none) and the cells' export options (None: none), checked before any cell
     runs; an upload exports the cells' runs to the same Phoenix, so each of its runs links to its trace."""
-    if not otel and not phoenix:
+    if (otel is None or otel is False) and (phoenix is None or phoenix is False):
         return None, None
     from .phoenix import phoenix_headers, phoenix_option
     from .telemetry import otel_options

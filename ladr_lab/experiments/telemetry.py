@@ -33,7 +33,7 @@ def otel_options(otel: Any, *, experiment: str, endpoint: str | None = None,
     """The cells' export options from `experiment(otel=...)`: None or False (no export, unless `endpoint` is given:
     the Phoenix an upload goes to), True (the defaults), or a mapping of `OPTIONS`; checked now, once, with the
     receiver: a receiver that does not answer is a LadrError before any cell runs, not a wait in every cell."""
-    if not otel and endpoint is None:
+    if (otel is None or otel is False) and endpoint is None:
         return None
     opts: dict[str, Any] = {}
     if isinstance(otel, Mapping):
