@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ladr_lab.otel import export, plan_spans  # noqa: E402
+from ladr_lab.round.records import SectionSpan  # noqa: E402
 from ladr_lab.trace import (  # noqa: E402
     Fetched,
     Gate,
@@ -41,7 +42,6 @@ from ladr_lab.trace import (  # noqa: E402
     Trace,
     Write,
 )
-
 
 DOC = "A retrieved document's line of text. " * 50       # 1,800 characters, the content of each fetched file
 
@@ -58,10 +58,12 @@ def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
         for n in range(1, nodes + 1):
             for r in range(1, per_node + 1):
                 last = r == per_node
-                user = f"Question {s}/{n}/{r}: " + "context line of the prompt. " * 70
-                if r > 1:      # the node's earlier rounds' documents, as the prompt shows them (their spans' content)
-                    user += "".join(f"\n\nRetrievedDocuments {k}:\n--- docs/d{s}_{n}.md [files] ---\n" + DOC
-                                    for k in range(1, r))
+                user = f"Question:\n{s}/{n}/{r}: " + "context line of the prompt. " * 70
+                sections = [SectionSpan("field", "Question", len(user))]
+                for k in range(1, r):  # the node's earlier rounds' documents, as the prompt shows them (and records)
+                    block = f"RetrievedDocuments {k}:\n--- docs/d{s}_{n}.md [files] ---\n" + DOC
+                    user += "\n\n" + block
+                    sections.append(SectionSpan("retrieved", f"RetrievedDocuments {k}", len(block)))
                 fetched = None if last else (Fetched(path=f"docs/d{s}_{n}.md", mode="files", status="fetched",
                                                      chars=len(DOC)),)
                 t.emit(LlmCall(step=step, node=n, round=r, iteration=1,
@@ -71,7 +73,7 @@ def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
                                forced_final=False, request_match="final" if last else "retrieval", model="gpt-x",
                                tokens_in=700, tokens_out=12, cost=0.0004, latency=0.8,
                                reason="JSON found (strict) and it matches requestMatch", fetched=fetched,
-                               request=None if last else {"files": ["d.md"]},
+                               request=None if last else {"files": ["d.md"]}, sections=tuple(sections),
                                verdict=Judgement(test="requestMatch", matched=not last, extraction="strict",
                                                  keyword="required" if last else None)))
             t.emit(Gate(step=step, node=n, condition="jsonMatches", matched=True, branch="then", action="continue",

@@ -16,7 +16,7 @@ instrumented litellm's) have the round as their parent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,14 +217,11 @@ class _Planner:
             return
         user = next((str(m.get("content") or "") for m in reversed(messages)
                      if isinstance(m, dict) and m.get("role") == "user"), "")
-        try:        # the name the blocks go by, from the recorded sections (`RetrievedDocuments 1`)
-            hint = next((str(name).rpartition(" ")[0] for kind, name, _ in sections or () if kind == "retrieved"), None)
-        except (TypeError, ValueError):     # a hand-written trace's malformed sections: read without the hint
-            hint = None
-        blocks = parse_prompt(user, hint).blocks
+        blocks = _blocks_of(user, sections)
         for span, k, fetched in waiting:
-            if k <= len(blocks):
-                for j, content in enumerate(_contents(fetched[:MAX_DOCUMENTS], blocks[k - 1])):
+            shown = blocks(k)
+            if shown is not None:
+                for j, content in enumerate(_contents(fetched[:MAX_DOCUMENTS], shown)):
                     if content is not None:
                         self.spans[span].attributes[f"retrieval.documents.{j}{CONTENT}"] = content
 
@@ -357,6 +354,36 @@ def _verdict(v: Any) -> dict[str, AttrValue]:
         if value:
             attrs[f"{PREFIX}verdict.{name}"] = str(value)
     return attrs
+
+
+def _blocks_of(user: str, sections: Any) -> Callable[[int], tuple[ParsedEntry, ...] | None]:
+    """A reader of the user message's `<as> <k>:` blocks (None: the prompt has no k-th). With the recorded sections
+    (`[kind, name, chars]`, which the engine writes) only the block itself is parsed; without them (an old or a
+    hand-written trace), the whole message, once."""
+    spans: dict[int, tuple[str, str]] = {}
+    try:
+        pos = 0
+        for kind, name, chars in sections or ():
+            label, _, k = str(name).rpartition(" ")
+            if kind == "retrieved" and k.isdigit():
+                spans[int(k)] = (label, user[pos:pos + int(chars)])
+            pos += int(chars) + 2         # the blocks are joined by a blank line (round/prompt.py's SEPARATOR)
+    except (TypeError, ValueError):       # malformed sections: read the whole message
+        spans = {}
+    whole: list[tuple[tuple[ParsedEntry, ...], ...]] = []
+
+    def block(k: int) -> tuple[ParsedEntry, ...] | None:
+        if k in spans:
+            label, text = spans[k]
+            head, _, body = text.partition("\n")
+            if head == f"{label} {k}:":     # parsed alone, as the first block of a message
+                found = parse_prompt(f"{label} 1:\n{body}", label).blocks
+                return found[0] if found else None
+        if not whole:
+            whole.append(parse_prompt(user).blocks)
+        return whole[0][k - 1] if k <= len(whole[0]) else None
+
+    return block
 
 
 def _contents(fetched: tuple[Fetched, ...], shown: tuple[ParsedEntry, ...]) -> list[str | None]:

@@ -12,6 +12,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.otel.conftest import LADDER, ROOT, need
 
@@ -323,3 +325,43 @@ def test_importing_the_cli_still_imports_no_phoenix():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT)))
     assert out.stdout.strip() == "[]"
+
+
+_words = st.text(alphabet="abcdefgh .,", min_size=1, max_size=30).filter(lambda t: t.strip() == t and t.strip())
+
+
+@settings(max_examples=40, deadline=None)
+@given(rounds=st.lists(st.lists(st.tuples(st.sampled_from(["a.md", "b/c.md", "d.md", "e.md"]),
+                                          st.lists(_words, min_size=1, max_size=3)), min_size=1, max_size=3),
+                       min_size=1, max_size=3),
+       with_sections=st.booleans())
+def test_each_rounds_documents_get_the_text_their_block_showed(rounds, with_sections):
+    """Whatever the rounds fetched, each fetch span's documents carry the bodies their own `<as> <k>:` block showed,
+    read from the recorded block alone (sections) or from the whole prompt (a trace without sections)."""
+    from ladr_lab.otel import plan_spans
+    from ladr_lab.round.prompt import Entry, assemble_blocks, render_block, render_field
+    from ladr_lab.round.records import Fetched, SectionSpan
+    from ladr_lab.trace import LlmCall, RunEnd, RunStart
+    blocks = [render_field("Question", "which file?")]
+    spans = [SectionSpan("field", "Question", len(blocks[0]))]
+    events: list = [RunStart(ladder="x", model="m", inputs={}, budget={})]
+    bodies = []
+    for k, fetched in enumerate(rounds, 1):
+        entries = [Entry(Fetched(path=p, mode="files", status="fetched", chars=9), "\n".join(lines))
+                   for p, lines in fetched]
+        events.append(LlmCall(step="s", node=1, round=k, iteration=1, messages=assemble_blocks("sys", blocks),
+                              output="{}", forced_final=False, request_match="retrieval", model="m",
+                              request={"files": ["a"]}, fetched=tuple(e.fetched for e in entries),
+                              sections=tuple(spans) if with_sections else None))
+        bodies.append([e.content for e in entries])
+        blocks.append(render_block("Docs", k, entries))
+        spans.append(SectionSpan("retrieved", f"Docs {k}", len(blocks[-1])))
+    events += [LlmCall(step="s", node=1, round=len(rounds) + 1, iteration=1, messages=assemble_blocks("sys", blocks),
+                       output="done", forced_final=False, request_match="final", model="m",
+                       sections=tuple(spans) if with_sections else None),
+               RunEnd(status="completed", output="done", error=None, llm_calls=len(rounds) + 1, steps=1)]
+    fetches = [p for p in plan_spans(events, 0.0) if p.name == "fetch"]
+    assert len(fetches) == len(rounds)
+    for fetch, want in zip(fetches, bodies, strict=True):
+        got = [fetch.attributes.get(f"retrieval.documents.{j}.document.content") for j in range(len(want))]
+        assert got == want
