@@ -3,7 +3,8 @@
     python benchmarks/otel_export.py [--rounds 1000] [--repeat 7] [--quick]
 
 The trace is one run of 100 steps × 5 nodes × 2 rounds (1,000 `llm_call` events, each with a system and a user
-message of about 2 kB, its output, token counts, a verdict and, on each node's first round, one fetched file),
+message of about 2 kB, its output, token counts, a verdict and, on each node's first round, one fetched file, whose
+1,800 characters the second round's prompt shows: the fetch span's document content is read back from there),
 with a gate and a write per node, as `Trace` records them. Timed (best and median of --repeat, milliseconds):
 - jsonl: `Trace.to_jsonl(path)`, the file a run writes (to a temporary folder);
 - plan: `otel.plan_spans`, the span tree in plain Python (no OpenTelemetry);
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ladr_lab.otel import export, plan_spans  # noqa: E402
+from ladr_lab.round.records import SectionSpan  # noqa: E402
 from ladr_lab.trace import (  # noqa: E402
     Fetched,
     Gate,
@@ -40,6 +42,8 @@ from ladr_lab.trace import (  # noqa: E402
     Trace,
     Write,
 )
+
+DOC = "A retrieved document's line of text. " * 50       # 1,800 characters, the content of each fetched file
 
 
 def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
@@ -54,9 +58,14 @@ def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
         for n in range(1, nodes + 1):
             for r in range(1, per_node + 1):
                 last = r == per_node
-                user = f"Question {s}/{n}/{r}: " + "context line of the prompt. " * 70
+                user = f"Question:\n{s}/{n}/{r}: " + "context line of the prompt. " * 70
+                sections = [SectionSpan("field", "Question", len(user))]
+                for k in range(1, r):  # the node's earlier rounds' documents, as the prompt shows them (and records)
+                    block = f"RetrievedDocuments {k}:\n--- docs/d{s}_{n}.md [files] ---\n" + DOC
+                    user += "\n\n" + block
+                    sections.append(SectionSpan("retrieved", f"RetrievedDocuments {k}", len(block)))
                 fetched = None if last else (Fetched(path=f"docs/d{s}_{n}.md", mode="files", status="fetched",
-                                                     chars=1800),)
+                                                     chars=len(DOC)),)
                 t.emit(LlmCall(step=step, node=n, round=r, iteration=1,
                                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                                output='{"answer": "yes", "confidence": 0.9}' if last else
@@ -64,7 +73,7 @@ def synthetic(rounds: int, nodes: int = 5, per_node: int = 2) -> Trace:
                                forced_final=False, request_match="final" if last else "retrieval", model="gpt-x",
                                tokens_in=700, tokens_out=12, cost=0.0004, latency=0.8,
                                reason="JSON found (strict) and it matches requestMatch", fetched=fetched,
-                               request=None if last else {"files": ["d.md"]},
+                               request=None if last else {"files": ["d.md"]}, sections=tuple(sections),
                                verdict=Judgement(test="requestMatch", matched=not last, extraction="strict",
                                                  keyword="required" if last else None)))
             t.emit(Gate(step=step, node=n, condition="jsonMatches", matched=True, branch="then", action="continue",

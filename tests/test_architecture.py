@@ -30,9 +30,10 @@ LAYERS = {
     "__init__": 9, "__main__": 9,
 }
 HEAVY = ("litellm", "pandas", "ipywidgets", "numpy", "jsonschema", "tantivy", "sentence_transformers", "torch", "llama_cpp",
-         "ray", "mcp", "mcp_types", "opentelemetry")
+         "ray", "mcp", "mcp_types", "opentelemetry", "phoenix")
 HEAVY_ALLOWED = {"litellm": {"models"}, "llama_cpp": {"models"}, "ipywidgets": {"widgets"}, "jsonschema": {"round"},
-                 "ray": {"experiments"}, "mcp": {"server"}, "mcp_types": {"server"}, "opentelemetry": {"otel"}}
+                 "ray": {"experiments"}, "mcp": {"server"}, "mcp_types": {"server"}, "opentelemetry": {"otel"},
+                 "phoenix": {"experiments"}}
 # jsonschema's own packages, imported with it: routed through the same single owner
 HEAVY_COMPANIONS = {"referencing": "jsonschema", "jsonschema_specifications": "jsonschema"}
 

@@ -18,6 +18,7 @@ from ..errors import LadrError, ModelError
 from ..experiments.folder import RESULTS, TABLE
 from ._common import USAGE_ERROR, _fail, _json_errors, _kv, _usage
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
+from .otel_args import add_otel_options, otel_options
 from .run import _positive
 
 __all__ = ["COMPARE", "add_parser", "cmd_compare", "cmd_eval", "cmd_experiment", "compare_parser", "is_compare",
@@ -199,6 +200,7 @@ def cmd_experiment(a, spec=None) -> int:
     bar = a.pass_rate if a.pass_rate is not None else spec.pass_rate if spec is not None else None
     try:
         kw = _over_file(a, spec) if spec is not None else _experiment_kwargs(a)
+        kw.update({k: v for k, v in _telemetry(a).items() if v is not False})    # a flag given wins over the file
         exp = experiment(kw.pop("ladders"), kw.pop("inputs"), **kw)
     except LadrError as exc:
         return _json_errors(a, exc)
@@ -213,15 +215,15 @@ def cmd_experiment(a, spec=None) -> int:
                           "summary": summary, "notes": exp.notes, "retried": exp.retried, "out": str(exp.out),
                           "results": str(exp.out / TABLE), "pass_rate": rate,
                           **({"pass_rate_required": bar} if bar is not None else {}), **written,
-                          "per_cell": exp.cell_reports()}, default=str))
+                          "per_cell": exp.cell_reports(), **_telemetry_json(exp)}, default=str))
     else:
         print(exp.format() + _report_lines(written))
         if bar is not None:
             print(f"pass rate {_pct(rate)} of {len(exp.cells)} cell(s): {'at or above' if _meets(rate, bar) else 'below'}"
                   f" the bar of {bar:.0%}")
     if bar is not None:
-        return 0 if _meets(rate, bar) else 1
-    return 0 if set(counts) <= {"completed"} and not failed else 1
+        return _telemetry_said(a, exp, 0 if _meets(rate, bar) else 1)
+    return _telemetry_said(a, exp, 0 if set(counts) <= {"completed"} and not failed else 1)
 
 
 def _meets(rate: float | None, bar: float) -> bool:
@@ -269,7 +271,7 @@ def cmd_eval(a) -> int:
                       slates=_kv(a.slate, "--slate") or None, knobs=_kv(a.knob, "--knob") or None,
                       isolate_slates=a.isolate_slates, resume=not a.restart,
                       progress=not a.no_progress and not a.json, model_options=model_options(a),
-                      retry_errors=not a.no_retry_errors, cache=cache_arg(a))
+                      retry_errors=not a.no_retry_errors, cache=cache_arg(a), **_telemetry(a))
     except LadrError as exc:
         return _json_errors(a, exc)
     written = write_reports(a, ev)
@@ -279,15 +281,49 @@ def cmd_eval(a) -> int:
         print(json.dumps({"rows": len(ev.rows), "counts": counts, "retried": ev.retried, "out": str(ev.out),
                           "results": str(ev.out / TABLE),
                           **({"pass_rate": rate, "pass_rate_required": a.pass_rate} if a.pass_rate is not None
-                             else {}), **written, "per_row": ev.cell_reports()}, default=str))
+                             else {}), **written, "per_row": ev.cell_reports(), **_telemetry_json(ev)}, default=str))
     else:
         print(ev.format() + _report_lines(written))
         if a.pass_rate is not None:
             print(f"pass rate {_pct(rate)} of {len(ev.cells)} row(s) completed: "
                   f"{'at or above' if _meets(rate, a.pass_rate) else 'below'} the bar of {a.pass_rate:.0%}")
     if a.pass_rate is not None:
-        return 0 if _meets(rate, a.pass_rate) else 1
-    return 0 if set(counts) <= {"completed"} else 1
+        return _telemetry_said(a, ev, 0 if _meets(rate, a.pass_rate) else 1)
+    return _telemetry_said(a, ev, 0 if set(counts) <= {"completed"} else 1)
+
+
+def _telemetry(a) -> dict:
+    """`otel=` and `phoenix=` of evaluate / experiment from the OpenTelemetry flags (otel_args.py)."""
+    opts = otel_options(a)
+    return {"otel": False if opts is None else (opts or True),
+            "phoenix": False if a.phoenix is None else (a.phoenix or True)}
+
+
+def _telemetry_json(res) -> dict:
+    """The `phoenix` (what the upload made, or `phoenix_error`) and `otel_errors` keys of `--json`, when any."""
+    out: dict = {}
+    if res.phoenix is not None:
+        out["phoenix"] = res.phoenix.to_dict()
+    if res.phoenix_error:
+        out["phoenix_error"] = res.phoenix_error
+    failed = sum(1 for c in res.cells if c.extra.get("otel_error"))
+    if failed:
+        out["otel_errors"] = failed
+    return out
+
+
+def _telemetry_said(a, res, code: int) -> int:
+    """Print what the upload made (or why it failed, then exit 1) and how many cells' spans could not be sent."""
+    if not a.json:
+        if res.phoenix is not None:
+            print(res.phoenix.format())
+        failed = [c for c in res.cells if c.extra.get("otel_error")]
+        if failed:
+            print(f"ladr-lab: the spans of {len(failed)} cell(s) could not be exported: "
+                  f"{failed[0].extra['otel_error']}", file=sys.stderr)
+        if res.phoenix_error:
+            print(f"ladr-lab: {res.phoenix_error}", file=sys.stderr)
+    return 1 if res.phoenix_error else code
 
 
 # ---- ladr-lab eval compare A B -------------------------------------------------------------------------------
@@ -432,4 +468,5 @@ def add_parser(sub) -> None:
                                                    "<error>)")
     add_model_options(p)
     add_cache_options(p)
+    add_otel_options(p, phoenix=True)
     p.set_defaults(fn=cmd_eval)

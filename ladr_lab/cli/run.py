@@ -6,10 +6,12 @@ import json
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, LadrError
 from ._common import _fail, _kv, _problems
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
+from .otel_args import add_otel_options, otel_options
 from .printer import RoundPrinter
 
 __all__ = ["add_parser", "cmd_run"]
@@ -58,10 +60,14 @@ def cmd_run(a) -> int:
             from ..models import get_model
             model = get_model(model, then=a.then, base_dir=ladder.base_dir, options=options, cache=cache_arg(a))
             options = {}
+        otel: Any = False
+        if (exporting := otel_options(a)) is not None:
+            from ..otel import OtelExport
+            otel = OtelExport(**exporting)
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
                   run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge,
-                  model_options=options, otel=a.otel, cache=cache_arg(a))
+                  model_options=options, otel=otel, cache=cache_arg(a))
         check = getattr(run.model, "check", None)
         if callable(check):     # a missing API key or unknown model: said now, not after litellm's retries
             check()
@@ -120,11 +126,10 @@ def add_parser(sub) -> None:
                    help="cut one retrieved entry (or a slateRead file) at N characters (default 50,000)")
     r.add_argument("--max-round-chars", type=_positive, metavar="N",
                    help="bound one round's retrieved block to N characters (default 200,000)")
-    r.add_argument("--otel", action="store_true", help="export the run as OpenTelemetry spans over OTLP/HTTP when it "
-                                                       "ends, to OTEL_EXPORTER_OTLP_ENDPOINT (the otel extra)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
     add_model_options(r)
     add_cache_options(r)
+    add_otel_options(r)
     r.set_defaults(fn=cmd_run)
 
 

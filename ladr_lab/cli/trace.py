@@ -94,8 +94,9 @@ def cmd_prompt(a) -> int:
 def cmd_otel(a) -> int:
     """Export a saved trace as OpenTelemetry spans over OTLP/HTTP; exit 1 if it could not be sent."""
     from ..otel import export
+    from .otel_args import otel_options
     try:
-        n = export(a.trace, endpoint=a.endpoint)
+        n = export(a.trace, endpoint=a.endpoint, **(otel_options(a) or {}))
     except LadrError as exc:
         return _fail(a, str(exc), 1, exc)
     if a.json:
@@ -211,4 +212,6 @@ def add_parser(sub) -> None:
     o.add_argument("--endpoint", metavar="URL", help="the OTLP/HTTP base URL (default: OTEL_EXPORTER_OTLP_ENDPOINT, "
                                                      "else http://localhost:4318)")
     o.add_argument("--json", action="store_true", help="print {\"spans\": N}")
+    from .otel_args import add_otel_options
+    add_otel_options(o, export_flag=False)
     o.set_defaults(fn=cmd_otel)

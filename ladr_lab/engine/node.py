@@ -84,7 +84,8 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
                        output=comp.text, forced_final=forced, request_match=None,
                        model=comp.model or getattr(x.model_for(step), "name", ""), tokens_in=comp.tokens_in,
                        tokens_out=comp.tokens_out, cost=comp.cost, latency=round(comp.latency, 6),
-                       provenance=comp.provenance, sections=sections, constrained=comp.constrained)
+                       provenance=comp.provenance, sections=sections, constrained=comp.constrained,
+                       finish_reason=comp.finish_reason, invocation_parameters=comp.invocation_parameters)
         if r is None:
             x.emit(call)
             break

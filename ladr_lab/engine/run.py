@@ -395,9 +395,16 @@ class Run(Displayable):
     def _deliver(self, req: CallRequest, comp: Completion | BaseException) -> None:
         self._advance((req.id, comp))
 
+    def _execute(self, req: CallRequest) -> Completion | BaseException:
+        """Make one model call (inside its round's span when the run is exported: docs/otel.md); errors are returned,
+        not raised, so they surface inside the node."""
+        if self.otel is not None:
+            with self.otel.model_call(req.info):
+                return self._call(req)
+        return self._call(req)
+
     @staticmethod
-    def _execute(req: CallRequest) -> Completion | BaseException:
-        """Make one model call; errors are returned, not raised, so they surface inside the node."""
+    def _call(req: CallRequest) -> Completion | BaseException:
         t0 = time.perf_counter()
         try:
             comp = req.model.complete(req.messages, call=req.info)

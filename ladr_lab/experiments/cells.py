@@ -79,6 +79,7 @@ class CellSpec:
     limit_key: str | None = None               # the provider a rate limiter counts this cell's live calls under
     cache: str | bool = False                  # the response cache's folder (models/cache.py), or False: none
     repeat: int = 1                            # which run of the cell this is (`repeat=N`: 1..N)
+    otel: Mapping[str, Any] | None = None      # export the cell's run as spans: OtelExport's options (telemetry.py)
 
 
 # ---- where a cell's result came from ---------------------------------------------------------------------------
@@ -191,6 +192,7 @@ class CellResult:
     threshold: float | None = None                                 # the cell threshold on the weighted score
     scores: Mapping[str, float] = field(default_factory=dict)      # each checked assertion's 0..1 score
     metrics: Mapping[str, float] = field(default_factory=dict)     # each named metric's score in this cell
+    otel_trace: str | None = None          # the OpenTelemetry trace id its run was exported as (None: not exported)
     extra: Mapping[str, Any] = field(default_factory=dict)   # columns this version does not know, kept as read
     order: tuple[str, ...] = field(default=(), compare=False, repr=False)   # a line's key order, as read
 
@@ -264,6 +266,8 @@ class CellResult:
             d["retried"] = self.retried
         if self.repeat != 1:       # only on repeats 2..N: a line of a run without repeats is as it was
             d["repeat"] = self.repeat
+        if self.otel_trace:        # only on an exported cell's line
+            d["otel_trace"] = self.otel_trace
         d.update({k: getattr(self, k) for k in _TAIL})
         if self.source is not None:
             d["source"] = self.source.text
@@ -305,9 +309,10 @@ class CellResult:
             why = d.get("reasons") or {}
             checks = {n: AssertionResult(d.get(n), str(why.get(n, "") if isinstance(why, Mapping) else ""))
                       for n in names}
-        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", "repeat", *_TAIL, "source", *_CHECK_KEYS,
-                 *(names or ())}
-        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried", "repeat") if k in d}
+        known = {"row", "variant", *RUN_COLUMNS, "live_calls", "retried", "repeat", "otel_trace", *_TAIL, "source",
+                 *_CHECK_KEYS, *(names or ())}
+        kw: dict[str, Any] = {k: d[k] for k in (*RUN_COLUMNS, *_TAIL, "live_calls", "retried", "repeat", "otel_trace")
+                              if k in d}
         if checks is not None and "score" in d:
             known.update(_SCORE_KEYS)
             kw.update(scored=True, weights=_floats(d.get("weights")), scores=_floats(d.get("scores")),
@@ -328,7 +333,7 @@ class CellResult:
     @classmethod
     def columns(cls) -> tuple[str, ...]:
         """The columns every cell has, in order (the inputs, a column per assertion and `passed` aside)."""
-        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", "repeat", *_TAIL, "source", *_CHECK_KEYS,
+        return ("row", "variant", *RUN_COLUMNS, "live_calls", "retried", "repeat", "otel_trace", *_TAIL, "source", *_CHECK_KEYS,
                 *_SCORE_KEYS)
 
 
@@ -392,8 +397,9 @@ def _cache(spec: CellSpec) -> Any:
     return ResponseCache.at(spec.cache).for_repeat(spec.repeat)
 
 
-def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
-    """Run one cell and return its result; the trace goes to `<out>/<trace>`."""
+def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None, otel: Any = None) -> CellResult:
+    """Run one cell and return its result; the trace goes to `<out>/<trace>` (and, with `otel`, an OtelExport, its
+    spans wait there for the cell's assertion results: `telemetry.export_cell`)."""
     from ..engine import Run
     t0 = time.perf_counter()
     model = None
@@ -406,7 +412,8 @@ def run_cell(spec: CellSpec, ladder: Ladder, *, limiter=None) -> CellResult:
         bound = _bind(spec)
         model, owned = _model(spec, ladder, limiter)
         run = Run(ladder, model=model, inputs=dict(spec.fields), slates=bound, trace_out=Path(spec.out) / spec.trace,
-                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=_cache(spec))
+                  max_fetch_chars=spec.max_fetch_chars, max_round_chars=spec.max_round_chars, cache=_cache(spec),
+                  otel=otel if otel is not None else False)
         try:
             res = run.run()
         finally:       # an interrupt leaves the run unfinished: still close its trace file and models
@@ -491,12 +498,15 @@ def check_cell(cell: CellResult, asserts: tuple[Assertion, ...], out: str | Path
 
 
 def execute(task: CellTask, ladder: Ladder, *, limiter=None) -> CellResult:
-    """Run the cell, then check its assertions (an experiment's cell; a plain evaluation row is only run)."""
-    cell = run_cell(task.spec, ladder, limiter=limiter)
-    if task.source is None:
-        return cell
-    source = task.source
-    if task.spec.replay and cell.live_calls:
-        source = dataclasses.replace(source, live_calls=cell.live_calls)
-    return check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader,
-                      threshold=task.threshold)
+    """Run the cell, then check its assertions (an experiment's cell; a plain evaluation row is only run); with
+    `spec.otel`, export its run as spans tagged with the cell's variant, row and assertion results."""
+    from .telemetry import cell_export, export_cell
+    otel = cell_export(task.spec)
+    cell = run_cell(task.spec, ladder, limiter=limiter, otel=otel)
+    if task.source is not None:
+        source = task.source
+        if task.spec.replay and cell.live_calls:
+            source = dataclasses.replace(source, live_calls=cell.live_calls)
+        cell = check_cell(cell.replace(source=source), task.asserts, task.spec.out, grader=task.grader,
+                          threshold=task.threshold)
+    return export_cell(otel, cell, task.spec)

@@ -78,6 +78,10 @@ TOP_KEYS = {
     "maxRoundChars": "The most characters of one round's retrieved block.",
     "filters": "Run only some cells: {variants, rows, sample, seed, failing, errors}.",
     "outputs": "Files written after the run, by kind: {KIND: PATH}.",
+    "otel": "Export each cell's run as OpenTelemetry spans tagged with its results: true, or {content, "
+            "document_chars, endpoint, headers, hide_inputs, hide_outputs} (docs/otel.md).",
+    "phoenix": "Upload the finished experiment to Arize Phoenix (a dataset and an experiment per variant): true, its "
+               "URL, or {url, dataset}.",
 }
 VARIANT_KEYS = {
     "ladder": "The variant's ladder file.",
@@ -475,6 +479,27 @@ def _read_all(r: _Reader, raw: dict) -> ExperimentFile:
             kw[kwarg] = r.number(raw[key], (key,), key, lo=1, whole=True)
     if "filters" in raw:
         kw.update(r.filters(raw["filters"], names))
+    if "otel" in raw:
+        otel = raw["otel"]
+        if isinstance(otel, dict):
+            from .telemetry import OPTIONS
+            r.keys(otel, {k: "" for k in OPTIONS}, ("otel",), "otel")
+            kw["otel"] = {k: v for k, v in otel.items() if k in OPTIONS}
+        elif isinstance(otel, bool):
+            kw["otel"] = otel
+        else:
+            r.fail(f"otel must be true, false or a mapping of options (got {typename(otel)})", ("otel",),
+                   rule="bad-value")
+    if "phoenix" in raw:
+        ph = raw["phoenix"]
+        if isinstance(ph, bool) or (isinstance(ph, str) and ph.strip()):
+            kw["phoenix"] = ph
+        elif isinstance(ph, dict):
+            r.keys(ph, {"url": "", "dataset": ""}, ("phoenix",), "phoenix")
+            kw["phoenix"] = {k: v for k, v in ph.items() if k in ("url", "dataset")}
+        else:
+            r.fail(f"phoenix must be true, false, a URL or {{url, dataset}} (got {typename(ph)})", ("phoenix",),
+                   rule="bad-value")
     pass_rate = r.number(raw["passRate"], ("passRate",), "passRate", lo=0, hi=1) if "passRate" in raw else None
     outputs = r.outputs(raw["outputs"]) if "outputs" in raw else {}
     description = raw.get("description")

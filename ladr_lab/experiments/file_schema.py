@@ -105,6 +105,14 @@ def experiment_json_schema() -> dict:
                                  description="Run only some cells."),
         "outputs": closed_object(OUTPUT_KEYS, {k: _PATH for k in OUTPUT_KEYS},
                                  description="Files written after the run, by kind."),
+        "otel": {"anyOf": [{"type": "boolean"}, {
+            "type": "object", "additionalProperties": False,
+            "properties": {"content": {"type": "boolean"}, "document_chars": {"type": "integer", "minimum": 0},
+                           "endpoint": {"type": "string"}, "headers": {"type": "object"},
+                           "hide_inputs": {"type": "boolean"}, "hide_outputs": {"type": "boolean"}}}]},
+        "phoenix": {"anyOf": [{"type": "boolean"}, {"type": "string", "minLength": 1}, {
+            "type": "object", "additionalProperties": False,
+            "properties": {"url": {"type": "string"}, "dataset": {"type": "string"}}}]},
     }
     top = closed_object(TOP_KEYS, types, required=("variants", "inputs"),
                         description="A ladr_lab experiment: variants × input rows, assertions, scores "

@@ -60,6 +60,8 @@ class Experiment(Displayable):
         self._retried_by_this_run = retried is not None
         self._rows: list[dict] | None = None
         self._traces: dict[tuple[str | None, str, int], Trace] = {}
+        self.phoenix: Any = None                  # what `upload_to_phoenix` made (a phoenix.PhoenixUpload)
+        self.phoenix_error: str | None = None     # why it could not (the results are saved all the same)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -75,6 +77,23 @@ class Experiment(Displayable):
         if self._rows is None:
             self._rows = [c.to_dict() for c in self.cells]
         return self._rows
+
+    # ---- Phoenix -----------------------------------------------------------------------------------------
+    def to_phoenix(self, url: str | None = None, *, dataset: str | None = None, name: str | None = None) -> Any:
+        """Upload to Phoenix: a dataset of the rows and an experiment per variant of the recorded cells, with their
+        assertion results as evaluations (`phoenix.upload`; needs arize-phoenix-client); return what was made."""
+        from .phoenix import upload
+        self.phoenix = upload(self, url=url, dataset=dataset, name=name)
+        return self.phoenix
+
+    def upload_to_phoenix(self, options: Mapping[str, Any]) -> None:
+        """`to_phoenix` with `experiment(phoenix=...)`'s options; a failure is kept in `phoenix_error`, not raised
+        (the experiment ran and its folder is whole)."""
+        from ..errors import LadrError
+        try:
+            self.to_phoenix(options.get("url"), dataset=options.get("dataset"))
+        except LadrError as exc:
+            self.phoenix_error = str(exc)
 
     # ---- tables ------------------------------------------------------------------------------------------
     def assertion_names(self) -> list[str]:
@@ -437,7 +456,8 @@ class Evaluation(Experiment):
     def to_dataframe(self):
         """The results as a pandas DataFrame (input fields as `input.NAME` columns), in input order."""
         import pandas as pd
-        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos", "retried")} for r in self.rows]
+        rows = [{k: v for k, v in r.items() if k not in ("fingerprint", "pos", "retried", "otel_trace", "otel_error")}
+                for r in self.rows]
         extra = sorted({k for r in rows for k in r if k not in EVALUATION_COLUMNS})
         return pd.DataFrame(rows, columns=[EVALUATION_COLUMNS[0], *extra, *EVALUATION_COLUMNS[1:]])
 

@@ -99,9 +99,11 @@ class _Batch:
     `budget_exhausted`, `unsettled`) is a result and is kept. `retry_errors=False` keeps error cells too."""
 
     def __init__(self, out: Path, *, resume: bool, by_variant: bool, total: int, desc: str, unit: str,
-                 progress: bool, grader: str | None = None, retry_errors: bool = True) -> None:
+                 progress: bool, grader: str | None = None, retry_errors: bool = True,
+                 otel: Mapping[str, Any] | None = None) -> None:
         from tqdm.auto import tqdm
         self.out, self.by_variant, self.grader, self.retry_errors = out, by_variant, grader, retry_errors
+        self.otel = otel          # each cell's run exported as spans with these options (telemetry.py)
         self.recorder = Recorder(out / RESULTS)
         if not resume:
             self.recorder.restart()
@@ -167,6 +169,9 @@ class _Batch:
         """Run the tasks on the backend; each cell is saved as it finishes."""
         if not tasks:
             return
+        if self.otel is not None:
+            from dataclasses import replace
+            tasks = [replace(t, spec=replace(t.spec, otel=self.otel)) for t in tasks]
         if backend == "ray":
             from .ray_backend import run_on_ray
             run_on_ray(tasks, ladders, address=ray_address, workers=concurrency, rate_limit=limiter,
@@ -226,14 +231,15 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
              knobs: dict | None = None, isolate_slates: bool = False, resume: bool = True, progress: bool = True,
              max_fetch_chars: int | None = None, max_round_chars: int | None = None,
              model_options: Mapping[str, Any] | None = None, retry_errors: bool = True,
-             cache: Any = True) -> Evaluation:
+             cache: Any = True, otel: Any = False, phoenix: Any = False) -> Evaluation:
     """Run a ladder over many inputs (a DataFrame, a CSV or JSONL file, or a list of mappings), `concurrency`
     rows at a time, with a progress bar; one trace per row and the results table go to `out` (a new
     temporary folder by default). Finished rows of an earlier, interrupted evaluation in `out` are not run
     again (`resume=False` starts afresh), except rows that ended in an error, which run again (`retry_errors=False`
     keeps them; docs/experiments.md, "Resume"); `model_options` go to each row's model (and into the rows' fingerprint);
     `cache` is the response cache of live models' answers (True: the per-user one, a folder, or False: models/cache.py).
-    Returns the Evaluation (`.results` is the DataFrame).
+    `otel` and `phoenix`: each row's run exported as spans, and the evaluation uploaded to Phoenix, as for
+    `experiment`. Returns the Evaluation (`.results` is the DataFrame).
 
     It is the experiment of one ladder with no assertions (`experiment()`'s loop), except that its folder keeps
     the evaluation's shape: a row per input (no variant column), `traces/<row>.jsonl`, no manifest or summary;
@@ -253,9 +259,10 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
     _check_model_options(model, lad, model_options)
     cache = _cache_folder(cache)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-eval-"))
+    upload, otel_opts = _telemetry(otel, phoenix, out)
     (out / "traces").mkdir(parents=True, exist_ok=True)
     batch = _Batch(out, resume=resume, by_variant=False, total=len(rows), desc=f"eval {lad.name}", unit="row",
-                   progress=progress, retry_errors=retry_errors)
+                   progress=progress, retry_errors=retry_errors, otel=otel_opts)
     tasks = [CellTask(_spec(None, lad, knobs, out, rid, pos, fields, model, model_options, slates, isolate_slates,
                             max_fetch_chars, max_round_chars, cache=cache), None, source=None)
              for pos, (rid, fields) in enumerate(rows, 1)]
@@ -271,6 +278,8 @@ def evaluate(ladder: Ladder | str | Path, inputs: Any, *, model=None, concurrenc
         ev = Evaluation(out, cells, interrupted, retried=batch.retried)
         if not interrupted:
             ev.save_tables()
+    if upload is not None:
+        ev.upload_to_phoenix(upload)
     return ev
 
 
@@ -284,7 +293,8 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                max_round_chars: int | None = None, retry_errors: bool = True, cache: Any = True,
                threshold: float | None = None, repeat: int = 1, variants: Any = None, rows: Any = None,
                sample: int | None = None, sample_seed: int | None = None,
-               filter_failing: str | Path | None = None, filter_errors: str | Path | None = None) -> Experiment:
+               filter_failing: str | Path | None = None, filter_errors: str | Path | None = None,
+               otel: Any = False, phoenix: Any = False) -> Experiment:
     """Run every variant (`ladders`: {name: ladder file or Ladder, or {"ladder": ..., "knobs": {...}}}, a list of
     files, or one ladder with `knob_sets`) on every row of `inputs` (a CSV or JSONL file, a DataFrame, or a list of
     mappings), check `asserts` (and each row's own `assert` column) on every cell, and return the Experiment
@@ -297,7 +307,12 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     keys them apart), and the summary says how far the runs of a cell agree. Filters (filters.py): `variants`
     (names, or "A,B"), `rows` (globs on row ids, or `re:REGEX`), `sample` (N rows drawn with `sample_seed`, 0 by
     default), and `filter_failing` / `filter_errors` (an earlier experiment's folder: only the cells that failed /
-    ended in an error there)."""
+    ended in an error there).
+
+    `otel` (True, or OtelExport's options: `telemetry.OPTIONS`) exports each cell's run as spans tagged with the
+    experiment (the folder's name), variant, row and assertion results; `phoenix` (True, a URL, or {url, dataset})
+    uploads the finished experiment to Phoenix as a dataset and an experiment per variant (`phoenix.py`), its cells'
+    runs exported there too (docs/experiments.md, "OpenTelemetry and Phoenix")."""
     import tempfile
 
     if concurrency < 1:
@@ -354,12 +369,13 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
     cache = _cache_folder(cache)
     limiter = _limiter(rate_limit, backend)
     out = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="ladr-exp-"))
+    upload, otel_opts = _telemetry(otel, phoenix, out)
     out.mkdir(parents=True, exist_ok=True)
     total = sum(wanted(v, rid) for v in loaded for rid, _, _ in table) * repeat
     batch = _Batch(out, resume=resume, by_variant=True, total=total,
                    desc=f"experiment ({len(loaded)} variant(s) × {len(table)} row(s)"
                         + (f" × {repeat} runs)" if repeat > 1 else ")"), unit="cell",
-                   progress=progress, retry_errors=retry_errors)
+                   progress=progress, retry_errors=retry_errors, otel=otel_opts)
     extra: dict[str, Any] = {}
     if threshold is not None:
         extra["threshold"] = threshold
@@ -443,7 +459,23 @@ def experiment(ladders: Any, inputs: Any, *, model=None, asserts: Any = None, ou
                          retried=batch.retried)
         if not interrupted:
             exp.save_tables()
+    if upload is not None:
+        exp.upload_to_phoenix(upload)
     return exp
+
+
+def _telemetry(otel: Any, phoenix: Any, out: Path) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """The Phoenix upload's options (None: none) and the cells' export options (None: none), checked before any cell
+    runs; an upload exports the cells' runs to the same Phoenix, so each of its runs links to its trace."""
+    if (otel is None or otel is False) and (phoenix is None or phoenix is False):
+        return None, None
+    from .phoenix import phoenix_headers, phoenix_option
+    from .telemetry import otel_options
+    upload = phoenix_option(phoenix)
+    opts = otel_options(otel, experiment=Path(out).resolve().name,
+                        endpoint=upload["url"] if upload is not None else None,
+                        headers=phoenix_headers() if upload is not None else None)
+    return upload, opts
 
 
 def _check_scoring(threshold: Any, repeat: Any, sample: Any, sample_seed: Any) -> None:

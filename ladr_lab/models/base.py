@@ -25,8 +25,8 @@ __all__ = ["CallInfo", "Completion", "Model", "Recording", "WrappedModel", "esti
 class Completion:
     """One model answer: its text plus token counts, cost in USD, latency in seconds, model name, and
     where it came from (`provenance`: live, recorded, scripted, offline, edited or cached: the response cache,
-    models/cache.py) and whether its decoding was
-    constrained (`constrained`, see models/local/)."""
+    models/cache.py), whether its decoding was constrained (`constrained`, see models/local/), and, from a live model,
+    why it stopped (`finish_reason`) and what the call sent (`invocation_parameters`)."""
 
     text: str
     tokens_in: int = 0
@@ -36,6 +36,10 @@ class Completion:
     model: str = ""
     provenance: str = "live"
     constrained: str | None = None      # how decoding was constrained (`"request"`: requestMatch JSON or prose), if it was
+    finish_reason: str | None = None    # why the model stopped (`stop`, `length`, ...), as its API said
+    # what the call sent besides the messages (the model and its options, credentials left out), as OpenInference's
+    # `llm.invocation_parameters` records it
+    invocation_parameters: dict[str, Any] | None = field(default=None, compare=False)
 
     @classmethod
     def of_text(cls, text: str, messages: list[dict], *, model: str = "", provenance: str = "live") -> Completion:

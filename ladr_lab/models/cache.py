@@ -48,7 +48,7 @@ from ..errors import ModelError
 from .base import CallInfo, Completion, WrappedModel
 
 __all__ = ["CACHE_FILE", "KEY_VERSION", "RESPONSE_CACHE_ENV", "CachedModel", "ResponseCache", "cache_key",
-           "cacheable", "default_cache_dir", "key_request", "resolve_cache", "with_cache"]
+           "cacheable", "default_cache_dir", "key_request", "resolve_cache", "with_cache", "without_secrets"]
 
 KEY_VERSION = "ladr-response-v1"
 RESPONSE_CACHE_ENV = "LADR_LAB_RESPONSE_CACHE"
@@ -79,10 +79,16 @@ def _secret(name: Any) -> bool:
 _HEADERS = ("extra_headers", "headers", "default_headers")
 
 
-def _keywords(params: Mapping[str, Any]) -> dict[str, Any]:
+def without_secrets(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's keywords without credentials: `api_key` and any keyword or header named like a key, secret, token or
+    password (what a span's `llm.invocation_parameters` and the cache may show)."""
+    return _keywords(params, transport=True)
+
+
+def _keywords(params: Mapping[str, Any], *, transport: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in params.items():
-        if _secret(k) or k in _TRANSPORT:
+        if _secret(k) or (k in _TRANSPORT and not transport):
             continue
         if k in _HEADERS and isinstance(v, Mapping):
             v = {str(h): x for h, x in v.items() if not _secret(h)}
@@ -184,7 +190,9 @@ class ResponseCache:
             return Completion(text=str(d["text"]), tokens_in=int(d.get("tokens_in", 0)),
                               tokens_out=int(d.get("tokens_out", 0)), cost=float(d.get("cost", 0.0)),
                               latency=float(d.get("latency", 0.0)), model=str(d.get("model", "")),
-                              provenance=str(d.get("provenance", "live")), constrained=d.get("constrained"))
+                              provenance=str(d.get("provenance", "live")), constrained=d.get("constrained"),
+                              finish_reason=d.get("finish_reason"),
+                              invocation_parameters=d.get("invocation_parameters"))
         except (ValueError, KeyError, TypeError):      # a row this version cannot read: a miss, rewritten after
             return None
 
@@ -194,7 +202,9 @@ class ResponseCache:
             return
         doc = json.dumps({"text": comp.text, "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out,
                           "cost": comp.cost, "latency": comp.latency, "model": comp.model,
-                          "provenance": comp.provenance, "constrained": comp.constrained}, ensure_ascii=False)
+                          "provenance": comp.provenance, "constrained": comp.constrained,
+                          "finish_reason": comp.finish_reason,
+                          "invocation_parameters": comp.invocation_parameters}, ensure_ascii=False, default=repr)
         try:
             self._db().execute("INSERT OR REPLACE INTO answers (key, model, completion, created) VALUES (?, ?, ?, ?)",
                                (key, comp.model, doc, time.time()))

@@ -135,6 +135,7 @@ class LiteLLMModel:
         latency = time.perf_counter() - start
         try:
             text = _get(_get(resp.choices[0], "message"), "content") or ""
+            finish = _get(resp.choices[0], "finish_reason")
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
             raise ModelError(f'model "{self.name}" returned no choices') from exc
         usage = _get(resp, "usage")
@@ -152,7 +153,15 @@ class LiteLLMModel:
             latency=latency,
             model=self.name,
             constrained=constrained,
+            finish_reason=str(finish) if finish else None,
+            invocation_parameters=self.invocation_parameters(params),
         )
+
+    def invocation_parameters(self, params: dict) -> dict:
+        """What a call sends besides its messages, credentials left out: the model and its keywords, as
+        openinference-instrumentation-litellm records `llm.invocation_parameters` for the same call."""
+        from .cache import without_secrets
+        return {"model": self.name, **without_secrets(params)}
 
     def _params_for(self, call: CallInfo | None) -> tuple[dict, str | None]:
         """The call's litellm keywords: under constrain, the grammar of this call's requestMatch in the body."""

@@ -120,6 +120,7 @@ class OpenAICompatModel(LiteLLMModel):
         latency = time.perf_counter() - start
         try:
             text = resp["choices"][0]["message"].get("content") or ""
+            finish = resp["choices"][0].get("finish_reason")
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
             raise ModelError(f'model "{self.name}" returned no choices') from exc
         raw = resp.get("usage")
@@ -132,7 +133,8 @@ class OpenAICompatModel(LiteLLMModel):
         else:
             cost = price_of(self.name, tokens_in, tokens_out)
         return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost, latency=latency, model=self.name,
-                          constrained=constrained)
+                          constrained=constrained, finish_reason=str(finish) if finish else None,
+                          invocation_parameters=self.invocation_parameters(params))
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)

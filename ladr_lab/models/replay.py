@@ -204,6 +204,8 @@ class ReplayModel:
             model=event.model or self.name,
             provenance="recorded",
             constrained=event.constrained,
+            finish_reason=event.finish_reason,
+            invocation_parameters=event.invocation_parameters,
         )
 
     @staticmethod

@@ -6,14 +6,22 @@ round ends at its event's `t` and began `latency` seconds before (not before its
 node's previous round ended); a node spans its children; a step spans its `step_start` to its `step_end`, and a
 group's inner steps nest under the group's step. Attribute names are OpenInference's and OpenTelemetry GenAI's where they
 have one, ladr_lab's own under `ladr.` (docs/otel.md has the table).
+
+A fetch span's documents carry their content as the model read it: the trace does not store it twice, so it is read
+back from the prompt of the node's next call, where the round's `<as> <k>:` block shows it (`round/grammar.py`). A
+round whose documents reached no prompt (the run stopped first) has none. A round's span id may be given
+(`ids`, keyed by `round_key`): a live export chose it before the model call, so that spans made during the call (an
+instrumented litellm's) have the round as their parent.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..round.grammar import ParsedEntry, norm_path, parse_prompt
+from ..round.records import Fetched
 from ..trace import (
     Call,
     Event,
@@ -29,12 +37,22 @@ from ..trace import (
 )
 from ..trace.providers import provider_of
 
-__all__ = ["KIND", "MAX_DOCUMENTS", "PREFIX", "SpanPlan", "plan_spans", "provider_of"]
+__all__ = ["CONTENT", "KIND", "MAX_DOCUMENTS", "PREFIX", "RoundKey", "SpanPlan", "plan_spans", "provider_of",
+           "round_key"]
 
 PREFIX = "ladr."
 KIND = "openinference.span.kind"
+CONTENT = ".document.content"    # the suffix of a document's content attribute (export.py caps and hides it)
 MAX_DOCUMENTS = 32          # retrieval.documents.I.* entries a fetch span carries; ladr.fetched.count is the true number
 AttrValue = str | bool | int | float | list[str]
+RoundKey = tuple[tuple[str, ...], str, int, int, int]
+# the statuses whose entry delivered text to the prompt: their content is the document's
+_DELIVERED = ("fetched", "listed")
+
+
+def round_key(caller: tuple[str, ...], step: str, iteration: int, node: int, round_: int) -> RoundKey:
+    """Which round a span is: (callers, step, loop iteration, node, round), as a `CallInfo` and an `llm_call` say."""
+    return (tuple(caller), step, int(iteration), int(node), int(round_))
 
 
 @dataclass
@@ -49,6 +67,7 @@ class SpanPlan:
     attributes: dict[str, AttrValue] = field(default_factory=dict)
     events: list[tuple[str, float, dict[str, AttrValue]]] = field(default_factory=list)
     error: str | None = None
+    span_id: int | None = None      # chosen before the span is made (a live round's), else the tracer's own
 
     def widen(self, start: float, end: float) -> None:
         """Stretch the span to cover [start, end]."""
@@ -58,8 +77,12 @@ class SpanPlan:
 class _Planner:
     """Walks the events once, opening spans as they are first needed (a parent always before its children)."""
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, ids: dict[RoundKey, int] | None = None) -> None:
         self.t0 = start
+        self.ids = ids or {}
+        self.retrievals: dict[int, int] = {}    # node span -> retrieval rounds so far (the k of its `<as> <k>:` blocks)
+        # node span -> its fetch spans whose documents' content the node's next prompt shows: (span, k, entries)
+        self.unread: dict[int, list[tuple[int, int, tuple[Fetched, ...]]]] = {}
         self.spans: list[SpanPlan] = []
         self.run: int | None = None
         self.steps: dict[tuple, int] = {}       # (caller, step) -> the open step span
@@ -146,10 +169,13 @@ class _Planner:
             self.round(e)
         elif isinstance(e, LlmCallFailed):
             parent = self.node(e.caller, e.step, None, e.node, e)
+            self.read_documents(parent, e.messages, None)
+            iteration = int(self.spans[parent].attributes.get(PREFIX + "iteration", 1))  # type: ignore[arg-type]
             attrs: dict[str, AttrValue] = {KIND: "LLM", PREFIX + "step": e.step, PREFIX + "node": e.node,
                                            PREFIX + "round": e.round, **_messages(e.messages),
                                            **_provider(provider_of(self.model))}
-            i = self.add(SpanPlan(f"round {e.round}", parent, self.at(e), self.at(e), attrs))
+            i = self.add(SpanPlan(f"round {e.round}", parent, self.at(e), self.at(e), attrs,
+                                  span_id=self.ids.get(round_key(e.caller, e.step, iteration, e.node, e.round))))
             self.spans[i].error = e.error
             self.last_end[parent] = max(self.last_end.get(parent, self.at(e)), self.at(e))
         elif isinstance(e, Gate):
@@ -184,8 +210,24 @@ class _Planner:
             i = self.run_span(e)
             self.spans[i].events.append(("ladr.internal_error", self.at(e), {"exception.stacktrace": e.traceback}))
 
+    def read_documents(self, node: int, messages: list, sections: Any) -> None:
+        """Give the node's fetch spans still waiting for it their documents' content, read from this prompt."""
+        waiting = self.unread.pop(node, None)
+        if not waiting:
+            return
+        user = next((str(m.get("content") or "") for m in reversed(messages)
+                     if isinstance(m, dict) and m.get("role") == "user"), "")
+        blocks = _blocks_of(user, sections)
+        for span, k, fetched in waiting:
+            shown = blocks(k)
+            if shown is not None:
+                for j, content in enumerate(_contents(fetched[:MAX_DOCUMENTS], shown)):
+                    if content is not None:
+                        self.spans[span].attributes[f"retrieval.documents.{j}{CONTENT}"] = content
+
     def round(self, e: LlmCall) -> None:
         parent = self.node(e.caller, e.step, e.iteration, e.node, e)
+        self.read_documents(parent, e.messages, e.sections)
         end = self.at(e)
         attrs: dict[str, AttrValue] = {
             KIND: "LLM", "llm.model_name": e.model, **_provider(provider_of(e.model) or provider_of(self.model)),
@@ -200,6 +242,10 @@ class _Planner:
             PREFIX + "step": e.step, PREFIX + "node": e.node, PREFIX + "round": e.round,
             PREFIX + "iteration": e.iteration, PREFIX + "forced_final": e.forced_final,
             PREFIX + "verdict": e.request_match or "none", **_depth(e), **_verdict(e.verdict)}
+        if e.finish_reason:
+            attrs["llm.finish_reason"] = e.finish_reason
+        if e.invocation_parameters is not None:
+            attrs["llm.invocation_parameters"] = json.dumps(e.invocation_parameters, ensure_ascii=False, default=str)
         if e.reason:
             attrs[PREFIX + "verdict.reason"] = e.reason
         if e.provenance:
@@ -212,10 +258,13 @@ class _Planner:
         step = self.spans[parent].parent
         floor = self.spans[step].start if step is not None else end
         floor = min(end, max(floor, self.last_end.get(parent, floor)))
-        i = self.add(SpanPlan(f"round {e.round}", parent, max(floor, end - max(0.0, e.latency or 0.0)), end, attrs))
+        i = self.add(SpanPlan(f"round {e.round}", parent, max(floor, end - max(0.0, e.latency or 0.0)), end, attrs,
+                              span_id=self.ids.get(round_key(e.caller, e.step, e.iteration, e.node, e.round))))
         self.last_end[parent] = end
         if e.error:
             self.spans[i].error = e.error
+        elif e.request_match == "retrieval":      # the node's next prompt shows this round's block
+            self.retrievals[parent] = self.retrievals.get(parent, 0) + 1
         if e.fetched:
             docs: dict[str, AttrValue] = {KIND: "RETRIEVER", "input.value": attrs[PREFIX + "request"],
                                           "input.mime_type": "application/json"} if e.request is not None else \
@@ -232,7 +281,9 @@ class _Planner:
                          PREFIX + "fetched.modes": [f.mode for f in e.fetched],
                          PREFIX + "fetched.statuses": [f.status for f in e.fetched],
                          PREFIX + "fetched.chars": sum(f.chars for f in e.fetched)})
-            self.add(SpanPlan("fetch", i, end, end, docs))
+            fetch = self.add(SpanPlan("fetch", i, end, end, docs))
+            if not e.error and e.request_match == "retrieval":
+                self.unread.setdefault(parent, []).append((fetch, self.retrievals[parent], tuple(e.fetched)))
 
     def call(self, e: Call) -> None:
         key = (e.caller, e.step, e.node)
@@ -250,6 +301,8 @@ class _Planner:
                  **({"output.value": e.output} if e.output is not None else {}),
                  **({PREFIX + "call.reason": e.reason} if e.reason else {})}
         self.spans[i].attributes.update(attrs)
+        if e.status == "error":
+            self.spans[i].error = e.reason or "the child run ended in an error"
         if e.status not in ("started",):
             self.calls.pop(key, None)
 
@@ -303,9 +356,59 @@ def _verdict(v: Any) -> dict[str, AttrValue]:
     return attrs
 
 
-def plan_spans(events: Iterable[Event], start: float) -> list[SpanPlan]:
-    """The spans of a run's events, parents before children, timed from `start` (the run's epoch seconds)."""
-    planner = _Planner(start)
+def _blocks_of(user: str, sections: Any) -> Callable[[int], tuple[ParsedEntry, ...] | None]:
+    """A reader of the user message's `<as> <k>:` blocks (None: the prompt has no k-th). With the recorded sections
+    (`[kind, name, chars]`, which the engine writes) only the block itself is parsed; without them (an old or a
+    hand-written trace), the whole message, once."""
+    spans: dict[int, tuple[str, str]] = {}
+    try:
+        pos = 0
+        for kind, name, chars in sections or ():
+            label, _, k = str(name).rpartition(" ")
+            if kind == "retrieved" and k.isdigit():
+                spans[int(k)] = (label, user[pos:pos + int(chars)])
+            pos += int(chars) + 2         # the blocks are joined by a blank line (round/prompt.py's SEPARATOR)
+    except (TypeError, ValueError):       # malformed sections: read the whole message
+        spans = {}
+    whole: list[tuple[tuple[ParsedEntry, ...], ...]] = []
+
+    def block(k: int) -> tuple[ParsedEntry, ...] | None:
+        if k in spans:
+            label, text = spans[k]
+            head, _, body = text.partition("\n")
+            if head == f"{label} {k}:":     # parsed alone, as the first block of a message
+                found = parse_prompt(f"{label} 1:\n{body}", label).blocks
+                return found[0] if found else None
+        if not whole:
+            whole.append(parse_prompt(user).blocks)
+        return whole[0][k - 1] if k <= len(whole[0]) else None
+
+    return block
+
+
+def _contents(fetched: tuple[Fetched, ...], shown: tuple[ParsedEntry, ...]) -> list[str | None]:
+    """Each recorded entry's content as the prompt shows it (None: it delivered none), matched in order by path: an
+    entry past the round's bound (`left_out`) is not shown, and the round's closing summary is shown, not recorded."""
+    out: list[str | None] = []
+    pos = 0
+    for f in fetched:
+        if f.status == "left_out":
+            out.append(None)
+            continue
+        want = {norm_path(f.asked or f.path), norm_path(f.path)}
+        j = next((i for i in range(pos, len(shown)) if shown[i].path in want), None)
+        if j is None:
+            out.append(None)
+            continue
+        pos = j + 1
+        out.append(shown[j].content if f.status in _DELIVERED else None)
+    return out
+
+
+def plan_spans(events: Iterable[Event], start: float, ids: dict[RoundKey, int] | None = None) -> list[SpanPlan]:
+    """The spans of a run's events, parents before children, timed from `start` (the run's epoch seconds); a round
+    whose `round_key` is in `ids` gets that span id."""
+    planner = _Planner(start, ids)
     for e in events:
         planner.feed(e)
     return planner.spans

@@ -197,7 +197,8 @@ class LlmCall(Event):
 
     TYPE: ClassVar[str] = "llm_call"
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error", "verdict",
-                                                    "provenance", "sections", "constrained"})
+                                                    "provenance", "sections", "constrained", "finish_reason",
+                                                    "invocation_parameters"})
     step: str
     node: int
     round: int
@@ -220,6 +221,8 @@ class LlmCall(Event):
     provenance: str | None = None    # where the output came from: live | recorded | scripted | offline | edited | cached
     sections: tuple[SectionSpan, ...] | None = None   # the user message's parts, written [kind, name, chars]
     constrained: str | None = None   # decoding constrained by the model: request, answer (+json), grammar (models/constrain.py)
+    finish_reason: str | None = None  # why a live model stopped (stop, length, ...), as its API said
+    invocation_parameters: dict | None = None   # what a live call sent besides the messages, credentials left out
 
     def __post_init__(self) -> None:
         # a trace (or a caller) gives `[kind, name, chars]` lists: held as spans, written back as the same lists

@@ -229,7 +229,9 @@ class LocalModel:
         if constraint is not None:
             constraint.check(text, self.name)
         return Completion(text=text, tokens_in=prompt_tokens, tokens_out=generated, cost=0.0, latency=latency,
-                          model=self.name, constrained=constrained)
+                          model=self.name, constrained=constrained,
+                          finish_reason=str(choice.get("finish_reason") or "") or None,
+                          invocation_parameters={"model": self.name, **kwargs})
 
     def cache_request(self, messages: list[dict], call: CallInfo | None = None) -> dict:
         """What decides this call's answer (the weights, the exact messages, the sampling options, the call's grammar),
