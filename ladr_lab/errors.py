@@ -41,7 +41,9 @@ The exceptions that are not LadrErrors are internal and never reach a user:
 `round.validators.UnresolvableRef` (config reports it as the rule `schema-ref`), `engine.writes._Skip` (the
 write is recorded as skipped), `server.protocol._NoSuchMethod`, `server.resources.ResourceRefused` and
 `ResourceMissing` (each answered as a JSON-RPC error) and
-`cli.printer.OutputClosed` (a BaseException: a closed pipe ends the CLI quietly).
+`cli.printer.OutputClosed` (a BaseException: a closed pipe ends the CLI quietly), and
+`runfiles.rules.gitleaks.TranslationError` (a ValueError raised by `runfiles.rules.refresh` when an upstream rule
+uses RE2 syntax the translation does not know: a refresh fails before the rules ship).
 """
 from __future__ import annotations
 

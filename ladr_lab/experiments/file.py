@@ -38,7 +38,7 @@ from ..errors import ConfigError, ConfigErrors, LadrError, UsageError
 from .assertions import KEYS as ASSERT_KEYS
 from .assertions import Assertion, load_asserts
 
-__all__ = ["FILTER_KEYS", "KEY_TABLES", "OUTPUT_KEYS", "TOP_KEYS", "VARIANT_KEYS", "ExperimentFile",
+__all__ = ["FILTER_KEYS", "KEY_TABLES", "OTEL_KEYS", "OUTPUT_KEYS", "PHOENIX_KEYS", "TOP_KEYS", "VARIANT_KEYS", "ExperimentFile",
            "ExperimentFileErrors", "is_experiment_file", "load_experiment_file", "load_experiment_text"]
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -101,8 +101,22 @@ OUTPUT_KEYS: dict[str, str] = {
             "and trace.",
     "junit": "A JUnit XML report (--junit): a test suite per variant, a test case per cell.",
 }
+# `otel:` as a mapping: OtelExport's options (`telemetry.OPTIONS`; a test keeps the two the same)
+OTEL_KEYS = {
+    "content": "false: send no text at all (prompts, outputs, documents), as --otel-no-content.",
+    "document_chars": "The most characters of a retrieved document's text on a span (default 4000; 0: none).",
+    "endpoint": "The OTLP/HTTP receiver's base URL (default: OTEL_EXPORTER_OTLP_ENDPOINT).",
+    "headers": "HTTP headers for the receiver, such as an API key: {NAME: VALUE}.",
+    "hide_inputs": "true: hide the inputs (prompts, documents), as OPENINFERENCE_HIDE_INPUTS.",
+    "hide_outputs": "true: hide the outputs, as OPENINFERENCE_HIDE_OUTPUTS.",
+}
+PHOENIX_KEYS = {
+    "url": "Phoenix's URL (default http://localhost:6006, or PHOENIX_COLLECTOR_ENDPOINT).",
+    "dataset": "The dataset's name (default: the output folder's name).",
+}
 KEY_TABLES: dict[str, dict[str, str]] = {"experiment": TOP_KEYS, "variant": VARIANT_KEYS, "filters": FILTER_KEYS,
-                                         "outputs": OUTPUT_KEYS, "assertion": ASSERT_KEYS}
+                                         "outputs": OUTPUT_KEYS, "assertion": ASSERT_KEYS, "otel": OTEL_KEYS,
+                                         "phoenix": PHOENIX_KEYS}
 REJUDGE = ("auto", "only", "off")
 
 
@@ -482,9 +496,8 @@ def _read_all(r: _Reader, raw: dict) -> ExperimentFile:
     if "otel" in raw:
         otel = raw["otel"]
         if isinstance(otel, dict):
-            from .telemetry import OPTIONS
-            r.keys(otel, {k: "" for k in OPTIONS}, ("otel",), "otel")
-            kw["otel"] = {k: v for k, v in otel.items() if k in OPTIONS}
+            r.keys(otel, OTEL_KEYS, ("otel",), "otel")
+            kw["otel"] = {k: v for k, v in otel.items() if k in OTEL_KEYS}
         elif isinstance(otel, bool):
             kw["otel"] = otel
         else:
@@ -495,8 +508,8 @@ def _read_all(r: _Reader, raw: dict) -> ExperimentFile:
         if isinstance(ph, bool) or (isinstance(ph, str) and ph.strip()):
             kw["phoenix"] = ph
         elif isinstance(ph, dict):
-            r.keys(ph, {"url": "", "dataset": ""}, ("phoenix",), "phoenix")
-            kw["phoenix"] = {k: v for k, v in ph.items() if k in ("url", "dataset")}
+            r.keys(ph, PHOENIX_KEYS, ("phoenix",), "phoenix")
+            kw["phoenix"] = {k: v for k, v in ph.items() if k in PHOENIX_KEYS}
         else:
             r.fail(f"phoenix must be true, false, a URL or {{url, dataset}} (got {typename(ph)})", ("phoenix",),
                    rule="bad-value")

@@ -14,7 +14,7 @@ import json
 from ..config.jsonschema import DRAFT, closed_object
 from .assertions import ALIASES
 from .checks import CHECKS
-from .file import FILTER_KEYS, KEY_TABLES, OUTPUT_KEYS, REJUDGE, TOP_KEYS, VARIANT_KEYS
+from .file import FILTER_KEYS, KEY_TABLES, OTEL_KEYS, OUTPUT_KEYS, PHOENIX_KEYS, REJUDGE, TOP_KEYS, VARIANT_KEYS
 
 __all__ = ["SCHEMA_FILE", "experiment_json_schema", "to_schema_text"]
 
@@ -105,14 +105,13 @@ def experiment_json_schema() -> dict:
                                  description="Run only some cells."),
         "outputs": closed_object(OUTPUT_KEYS, {k: _PATH for k in OUTPUT_KEYS},
                                  description="Files written after the run, by kind."),
-        "otel": {"anyOf": [{"type": "boolean"}, {
-            "type": "object", "additionalProperties": False,
-            "properties": {"content": {"type": "boolean"}, "document_chars": {"type": "integer", "minimum": 0},
-                           "endpoint": {"type": "string"}, "headers": {"type": "object"},
-                           "hide_inputs": {"type": "boolean"}, "hide_outputs": {"type": "boolean"}}}]},
-        "phoenix": {"anyOf": [{"type": "boolean"}, {"type": "string", "minLength": 1}, {
-            "type": "object", "additionalProperties": False,
-            "properties": {"url": {"type": "string"}, "dataset": {"type": "string"}}}]},
+        "otel": {"anyOf": [{"type": "boolean"}, closed_object(OTEL_KEYS, {
+            "content": {"type": "boolean"}, "document_chars": {"type": "integer", "minimum": 0},
+            "endpoint": {"type": "string"}, "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+            "hide_inputs": {"type": "boolean"}, "hide_outputs": {"type": "boolean"}},
+            description="OpenTelemetry export options.")]},
+        "phoenix": {"anyOf": [{"type": "boolean"}, {"type": "string", "minLength": 1}, closed_object(PHOENIX_KEYS, {
+            "url": {"type": "string"}, "dataset": {"type": "string"}}, description="Phoenix upload options.")]},
     }
     top = closed_object(TOP_KEYS, types, required=("variants", "inputs"),
                         description="A ladr_lab experiment: variants × input rows, assertions, scores "

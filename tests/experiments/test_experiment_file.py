@@ -74,6 +74,8 @@ maxFetchChars: 900
 maxRoundChars: 5000
 filters: { variants: [a-x], rows: ["q*"], sample: 1, seed: 3, failing: prev, errors: prev }
 outputs: {}
+otel: { content: false, document_chars: 100 }
+phoenix: { url: "http://127.0.0.1:6006", dataset: d }
 """
 
 
