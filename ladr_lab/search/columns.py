@@ -49,7 +49,7 @@ def _positions(n: int, rows: list[int]) -> Any:
     """Per row, its place in a sorted order of `rows` (-1 for a row not in it)."""
     import numpy as np
 
-    place = np.full(n, -1, dtype=np.intp)
+    place: Any = np.full(n, -1, dtype=np.intp)
     if rows:
         place[rows] = np.arange(len(rows), dtype=np.intp)
     return place
@@ -59,13 +59,12 @@ class Column:
     """One field over every row (see the module docstring)."""
 
     __slots__ = ("_joined", "_owners", "_starts", "_texts", "n", "num_place", "nums", "others", "passes",
-                 "postings", "present", "str_place", "strs")
+                 "postings", "str_place", "strs")
 
     def __init__(self, n: int, values: Iterable[tuple[int, Any]]) -> None:
         import numpy as np
 
         self.n = n
-        self.present = np.zeros(n, dtype=bool)
         self.postings: dict[tuple, list[int]] = {}
         self.others: list[tuple[int, Any]] = []       # (row, an array or object value or element)
         nums: list[tuple[Any, int]] = []
@@ -73,7 +72,6 @@ class Column:
         texts: list[tuple[int, str]] = []              # (row, a string value or element): contains
         passes: list[int] = []                         # rows whose value contains passes whatever the needle
         for row, v in values:
-            self.present[row] = True
             if isinstance(v, list):
                 for x in v:
                     self._post(row, x)
@@ -115,7 +113,7 @@ class Column:
         """A boolean array, true at `indices`."""
         import numpy as np
 
-        out = np.zeros(self.n, dtype=bool)
+        out: Any = np.zeros(self.n, dtype=bool)
         if len(indices):
             out[indices] = True
         return out

@@ -35,8 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import LadrError
-from ..search.cursors import MAX_SESSION_IDS, MAX_SESSIONS
 from ..search.budget import DEFAULT_TIMEOUT, request_budget
+from ..search.cursors import MAX_SESSION_IDS, MAX_SESSIONS
 from ..search.errors import InvalidRequestParams, OptionUnsupported, RequestTimeout, SearchError, SnapshotGone
 from ..search.pipeline import JsonSearchEngine, SearchEngine
 from ..search.request import MAX_SESSION_CHARS

@@ -287,9 +287,8 @@ def test_both_faces_answer_an_error_with_the_same_code(exc, code):
     import builtins
 
     import ladr_lab
-    from ladr_lab.server.protocol import code_of
-
     import ladr_lab.search.errors as search_errors
+    from ladr_lab.server.protocol import code_of
 
     error = (getattr(ladr_lab, exc, None) or getattr(search_errors, exc, None) or getattr(builtins, exc))("went wrong")
     rpc, mcp = _answered(error)
