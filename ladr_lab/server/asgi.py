@@ -4,9 +4,9 @@ It answers one HTTP request per call (ASGI 3, `http` scopes only). The dispatche
 CPU-bound, so it runs on a small thread pool, never on the event loop; progress notifications cross
 back to the loop with `call_soon_threadsafe`. A message that needs no search (a ping, the client's
 notifications, or a batch of only those: `Dispatcher.is_light`) is answered on the event loop at once, as
-`GET /health` is, so a liveness check never waits behind searches for a worker. A refusal answers without reading the body: the server
-under it (uvicorn's h11 protocol) then reads and drops the body before the next request on the
-connection, and a refusal whose body is chunked, longer than `DISCARD_FACTOR` times the limit, or not
+`GET /health` is, so a liveness check never waits behind searches for a worker. A refusal answers
+without reading the body: the server under it (uvicorn's h11 protocol) then reads and drops the body
+before the next request on the connection, and a refusal whose body is chunked, longer than `DISCARD_FACTOR` times the limit, or not
 yet sent because the client waits for `100 Continue`, says `Connection: close` so the body is never read.
 """
 from __future__ import annotations

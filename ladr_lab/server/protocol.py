@@ -4,10 +4,10 @@
 batch) and returns the response text (None when nothing is owed). It never raises: malformed JSON
 is -32700, a message that is not a request -32600, an unknown method -32601, bad params -32602,
 an option the engine cannot honour -32005, a snapshot no longer kept -32010, a request past its time
-budget -32001, and anything unexpected -32603, each answered while the server keeps serving. A message over `max_request_bytes`
-(1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`) is -32600 before it is parsed,
-and the transports refuse to read one past it. `limits` also says the batch cap and what the engine keeps
-for `session` ids (their longest, how many, how many hits each: request.py and cursors.py), the same on
+budget -32001, and anything unexpected -32603, each answered while the server keeps serving. A
+message over `max_request_bytes` (1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`)
+is -32600 before it is parsed, and the transports refuse to read one past it. `limits` also says the
+batch cap and what the engine keeps for `session` ids (their longest, how many, how many hits each: request.py and cursors.py), the same on
 every transport. Each message (a request, or a whole batch) is answered under a time budget
 (`request_timeout`, 5 s by default, advertised as `limits.requestTimeoutMs`; search/budget.py): the engine
 checks it between its steps, and a `retrieve` past it is -32001.
