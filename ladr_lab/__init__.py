@@ -72,7 +72,7 @@ from .models import (
 )
 from .otel import OtelExportError
 from .round import FORCED_FINAL_LINE
-from .search import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from .search import InvalidRequestParams, OptionUnsupported, RequestTimeout, SearchError, SnapshotGone
 from .server import RetrieveError
 from .slate import FolderSpec, SlateStore
 from .trace import Event, Trace, load_trace
@@ -117,6 +117,7 @@ __all__ = [
     "Rejudging",
     "ReplayDivergence",
     "ReplayModel",
+    "RequestTimeout",
     "RetrieveError",
     "Run",
     "RunArgumentError",

@@ -23,7 +23,8 @@
     ├── SearchError [search/errors.py]       a retrieval request could not be served; `data` says more
     │   ├── InvalidRequestParams [search/errors.py]  a parameter is missing, mistyped or out of range
     │   ├── OptionUnsupported [search/errors.py]     an option the engine lacks, asked with strict: true
-    │   └── SnapshotGone [search/errors.py]          the pinned indexVersion is no longer kept
+    │   ├── SnapshotGone [search/errors.py]          the pinned indexVersion is no longer kept
+    │   └── RequestTimeout [search/errors.py]        the request's time budget ran out (search/budget.py)
     ├── OtelExportError [otel/export.py]     spans could not be exported (the otel extra missing, no receiver)
     └── RetrieveError [server/client.py]     the retrieval server answered an error (`code`), or is gone
 

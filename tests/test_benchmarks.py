@@ -18,6 +18,7 @@ CASES = {
     "engine": ["--sizes", "100", "--reps", "1"],
     "experiments": ["--quick", "--no-ray", "--latency", "0.05"],
     "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
+    "server_bounds": ["--docs", "200", "--clients", "2", "--pings", "2", "--reps", "1"],
     "tuning": ["--rows", "20", "--repeat", "1"],
     "reports": ["--rows", "20", "--reps", "1"],
 }

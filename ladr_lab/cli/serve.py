@@ -66,6 +66,16 @@ def _limits(a):
         raise SystemExit(f"ladr-lab: {exc}") from None
 
 
+def _timeout(a) -> float | None:
+    """The time budget of one message in seconds, from --request-timeout (0: none)."""
+    import math
+
+    if not (math.isfinite(a.request_timeout) and a.request_timeout >= 0):
+        raise SystemExit(f"ladr-lab: --request-timeout must be 0 (no bound) or a positive number of seconds "
+                         f"(got {a.request_timeout})")
+    return a.request_timeout if a.request_timeout > 0 else None
+
+
 def build_store(a):
     """The slate store `serve` serves, from its `--slate` and `--embedder` options."""
     from ..slate import SlateStore
@@ -99,6 +109,7 @@ def cmd_serve(a) -> int:
     from ..server import Dispatcher, HttpServer, serve_stdio
 
     address = None if a.stdio else _host_port(a.http)   # a bad --http fails before minutes of indexing
+    _timeout(a)
     limits = None if a.stdio else _limits(a)
     token = None if a.stdio else _token(a)
     if a.mcp:
@@ -113,7 +124,7 @@ def cmd_serve(a) -> int:
               "files directly in a slate's directory are not served", file=sys.stderr, flush=True)
     if a.mcp:
         return _serve_mcp(a, engine, store, address, token, limits)
-    dispatcher = Dispatcher(engine, max_request_bytes=a.max_request_bytes)
+    dispatcher = Dispatcher(engine, max_request_bytes=a.max_request_bytes, request_timeout=_timeout(a))
     if a.stdio:
         serve_stdio(dispatcher, sys.stdin.buffer, sys.stdout.buffer)
         return 0
@@ -160,11 +171,13 @@ def _serve_mcp(a, engine, store, address, token, limits) -> int:
     from ..server.resources import SlateResources
 
     if a.stdio:
-        serve_mcp_stdio(build_mcp_server(engine, SlateResources(store)), max_request_bytes=a.max_request_bytes)
+        serve_mcp_stdio(build_mcp_server(engine, SlateResources(store), request_timeout=_timeout(a)),
+                        max_request_bytes=a.max_request_bytes)
         return 0
     host, port = address
     _say_exposure(host, token, a.allow_host)
-    http = McpHttpServer(build_mcp_server(engine, SlateResources(store), workers=a.workers), host, port, token,
+    http = McpHttpServer(build_mcp_server(engine, SlateResources(store), workers=a.workers,
+                                          request_timeout=_timeout(a)), host, port, token,
                          allow_hosts=a.allow_host, allow_origins=a.allow_origin,
                          max_request_bytes=a.max_request_bytes, limits=limits,
                          session_idle_timeout=a.session_idle_timeout, max_sessions=a.max_sessions)
@@ -197,6 +210,9 @@ def add_parser(sub) -> None:
     s.add_argument("--keep-snapshots", type=int, default=16, help="index versions kept for indexVersion (16)")
     s.add_argument("--max-request-bytes", type=int, default=1024 * 1024,
                    help="the largest message (a request or a batch) answered; larger ones get -32600 (1 MiB)")
+    s.add_argument("--request-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="the time one message (a request or a batch) may take; a retrieve past it gets -32001 "
+                        "(5; 0: no bound)")
     http = s.add_argument_group("HTTP limits, of both faces (docs/server.md)")
     http.add_argument("--max-connections", type=int, default=256, metavar="N",
                       help="connections held at once; past it the longest idle one is closed, "

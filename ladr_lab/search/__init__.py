@@ -7,7 +7,7 @@
 """
 from .corpus import Corpus, Snapshot
 from .dense import DenseIndex, DenseView
-from .errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from .errors import InvalidRequestParams, OptionUnsupported, RequestTimeout, SearchError, SnapshotGone
 from .filters import load_filter
 from .pipeline import EmbeddedEngine, SearchEngine
 from .request import PARAMS_SCHEMA, RetrieveRequest, load_request
@@ -26,6 +26,7 @@ __all__ = [
     "InvalidRequestParams",
     "OptionUnsupported",
     "PARAMS_SCHEMA",
+    "RequestTimeout",
     "Reranker",
     "RetrieveRequest",
     "SearchEngine",

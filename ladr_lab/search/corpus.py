@@ -30,6 +30,7 @@ from ..slate.cache import ReadOnlyDict
 from ..slate.embed import l2_normalize
 from ..slate.metatags import iso_utc
 from .chunks import MAX_CHARS, iter_chunks, title_of
+from .columns import Columns
 from .dense import DenseIndex, DenseView
 from .errors import SnapshotGone
 from .filters import field_type
@@ -95,6 +96,15 @@ class Snapshot:
     fields: dict[str, str] = field(default_factory=dict)
     made_at: float = 0.0
     tails: dict = field(default_factory=dict, repr=False)  # per hit-field selection: uid -> its hit JSON tail
+    _columns: Columns | None = field(default=None, repr=False)
+
+    def columns(self) -> Columns:
+        """The documents' metadata as columns, what filters evaluate over (built on first use, then kept: a
+        snapshot never changes)."""
+        cols = self._columns
+        if cols is None:
+            cols = self._columns = Columns(list(self.docs), [d.meta for d in self.docs.values()])
+        return cols
 
     def doc_of(self, key: str) -> Doc | None:
         """The document a document id or chunk id belongs to."""

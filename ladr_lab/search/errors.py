@@ -3,7 +3,8 @@
     SearchError(LadrError)
     ├── InvalidRequestParams     a parameter is missing, of the wrong type or out of range
     ├── OptionUnsupported        a known option this engine cannot honour, with strict: true
-    └── SnapshotGone             the pinned indexVersion is no longer kept
+    ├── SnapshotGone             the pinned indexVersion is no longer kept
+    └── RequestTimeout           the request's time budget ran out before it was answered (budget.py)
 
 The search layer names what went wrong, not how a wire says it: the server's one table of codes
 (`server.protocol.ERROR_CODES`) turns each into its JSON-RPC code, for both of its faces.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import LadrError
 
-__all__ = ["InvalidRequestParams", "OptionUnsupported", "SearchError", "SnapshotGone"]
+__all__ = ["InvalidRequestParams", "OptionUnsupported", "RequestTimeout", "SearchError", "SnapshotGone"]
 
 
 class SearchError(LadrError):
@@ -33,3 +34,7 @@ class OptionUnsupported(SearchError):
 
 class SnapshotGone(SearchError):
     """The requested indexVersion is not (or no longer) kept by the engine."""
+
+
+class RequestTimeout(SearchError):
+    """The request's time budget ran out before it was answered (`budget.check_budget`)."""

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from .budget import check_budget
+
 __all__ = ["RRF_K", "mmr", "recency_factor", "rrf", "sigmoid", "timestamp", "weighted"]
 
 RRF_K = 60
@@ -71,7 +73,9 @@ def mmr(ranked: Sequence[tuple[Any, float]], sim: Any, lam: float) -> list[tuple
     max_sim = np.zeros(n)
     taken: Any = np.zeros(n, dtype=bool)
     order: list[int] = []
-    for _ in range(n):
+    for i in range(n):
+        if not i % 64:
+            check_budget("mmr")
         gain = lam * rel - (1 - lam) * max_sim
         gain[taken] = -np.inf
         best = int(np.argmax(gain))  # first maximum: ties go to the better-ranked item

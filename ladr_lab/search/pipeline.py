@@ -26,10 +26,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..models.base import estimate_tokens
 from . import fusion
+from .budget import check_budget, current_budget, request_budget
 from .corpus import Corpus, Snapshot
 from .cursors import Cursors, RecallMore, Sessions
 from .errors import InvalidRequestParams, OptionUnsupported
-from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, load_filter
+from .filters import MAX_DEPTH, MAX_IN_VALUES, MAX_NODES, OPS, Filter, load_filter
 from .hits import hit_dicts, hits_json, rest_json, unit_text, unit_vector
 from .plain import plain_answer
 from .request import FUSIONS, HIT_FIELDS, TRANSFORMS, RetrieveRequest, load_request
@@ -161,9 +162,20 @@ class EmbeddedEngine:
 
     def _retrieve(self, params: Mapping | RetrieveRequest, progress: Progress | None, as_json: bool) -> dict | str:
         t0 = time.perf_counter()
+        check_budget("start")
         req = params if isinstance(params, RetrieveRequest) else load_request(dict(params))
         notes: list[str] = []
+        if req.timeout_ms is None:
+            return self._run(req, progress, as_json, t0, notes)
+        outer = current_budget()
+        if outer is not None and req.timeout_ms > outer.seconds * 1000:
+            notes.append(f"timeoutMs {req.timeout_ms} is over the server's limits.requestTimeoutMs "
+                         f"({round(outer.seconds * 1000)}), which holds")
+        with request_budget(req.timeout_ms / 1000):
+            return self._run(req, progress, as_json, t0, notes)
 
+    def _run(self, req: RetrieveRequest, progress: Progress | None, as_json: bool, t0: float,
+             notes: list[str]) -> dict | str:
         def unsupported(message: str) -> None:
             if req.strict:
                 raise OptionUnsupported(message)
@@ -224,6 +236,7 @@ class EmbeddedEngine:
 
         queries, rewritten = [req.query], None
         if transform is not None:
+            check_budget("transform")
             queries, rewritten = apply_transform(self.transform_model, transform, req.query)
             if not self._transform_deterministic():   # seed 002: "SHOULD note non-determinism in usage.notes"
                 notes.append(f"the {transform} transform asked {getattr(self.transform_model, 'name', 'a model')}, "
@@ -253,6 +266,7 @@ class EmbeddedEngine:
 
         reranked = 0
         if rerank is not None:
+            check_budget("rerank")
             head = ranked[:top_n]
             texts = [unit_text(snap, key, unit) for key, _ in head]
             scores = self.reranker.score(req.query, texts)
@@ -271,8 +285,10 @@ class EmbeddedEngine:
             seen = self.sessions.seen(req.session)
             ranked = [(key, s) for key, s in ranked if key not in seen]
         if use_mmr and req.mmr is not None and len(ranked) > 1:
+            check_budget("mmr")
             ranked = self._mmr(snap, ranked, unit, req.mmr)
 
+        check_budget("page")
         page = self._pack(snap, ranked, 0, k, unit, req.token_budget, notes)
         state = {"snap": snap.version, "ranked": ranked, "stages": stages, "unit": unit, "mode": mode,
                  "k": k, "token_budget": req.token_budget, "include_text": req.include_text,
@@ -292,15 +308,22 @@ class EmbeddedEngine:
         return result
 
     # --- stages ---------------------------------------------------------------------------------
-    def _allowed(self, snap: Snapshot, unit: str, pred: Callable | None) -> tuple[set | None, dict | None]:
-        """The ids a filter lets through, and per folder the relative paths (for the dense indexes)."""
+    def _allowed(self, snap: Snapshot, unit: str, pred: Callable | None,
+                 folders: bool = True) -> tuple[set | None, dict | None]:
+        """The ids a filter lets through (evaluated in bulk over the snapshot's columns: filters.py), and per folder
+        the relative paths (for the dense indexes of documents; only when `folders`)."""
         if pred is None:
             return None, None
-        docs = {d.id for d in snap.docs.values() if pred(d.meta)}
-        per_folder: dict[tuple[str, str], set] = {}
-        for doc_id in docs:
-            d = snap.docs[doc_id]
-            per_folder.setdefault(d.folder_key, set()).add(d.rel)
+        if isinstance(pred, Filter):
+            docs = pred.select(snap)
+        else:   # a plain predicate on one document's metadata
+            docs = {d.id for d in snap.docs.values() if pred(d.meta)}
+        per_folder: dict[tuple[str, str], set] | None = None
+        if folders and unit != "chunk":
+            per_folder = {}
+            for doc_id in docs:
+                d = snap.docs[doc_id]
+                per_folder.setdefault(d.folder_key, set()).add(d.rel)
         if unit == "chunk":
             return {cid for cid, c in snap.chunks.items() if c.doc_id in docs}, per_folder
         return docs, per_folder
@@ -325,10 +348,11 @@ class EmbeddedEngine:
 
     def _recall(self, snap: Snapshot, queries: list[str], mode: str, unit: str, cand: int, pred: Callable | None,
                 fusion_opts: dict | None, stages: dict) -> list[tuple[str, float]]:
-        allowed, per_folder = self._allowed(snap, unit, pred)
+        allowed, per_folder = self._allowed(snap, unit, pred, folders=mode != "sparse")
         per_query = []
         embedder = self.corpus.embedder() if mode != "sparse" else None
         for q in queries:
+            check_budget("recall")
             lists: dict[str, list] = {}
             if mode in ("sparse", "hybrid"):
                 view = snap.chunk_sparse if unit == "chunk" else snap.sparse
@@ -466,6 +490,7 @@ class EmbeddedEngine:
         return {"hits": hits, **result}
 
     def _next_page(self, req: RetrieveRequest, t0: float, notes: list, as_json: bool) -> dict | str:
+        check_budget("page")
         state = self.cursors.load(req.cursor or "")
         if state is None:
             raise InvalidRequestParams(f'cursor "{req.cursor}" is unknown or expired')

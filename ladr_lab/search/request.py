@@ -98,6 +98,8 @@ PARAMS_SCHEMA: dict[str, Any] = {
         "cursor": {"type": "string", "description": "the nextCursor of a previous result: its next page"},
         "fields": {"type": "array", "items": {"enum": list(HIT_FIELDS)}, "uniqueItems": True,
                    "description": "the hit fields to return (id always comes); absent: every field"},
+        "timeoutMs": _int_schema(1, "a time budget for this request in milliseconds, at most the server's "
+                                    "limits.requestTimeoutMs; past it the answer is error -32001"),
     },
     "$defs": {"filter": {"description": f"a metadata filter tree (at most {MAX_DEPTH} levels): a leaf "
                                         "{field, op, value} or {and: [...]}, {or: [...]}, {not: filter}",
@@ -139,6 +141,7 @@ class RetrieveRequest:
     strict: bool = True
     cursor: str | None = None
     fields: tuple[str, ...] | None = None
+    timeout_ms: int | None = None
     progress_token: Any = None
     non_text_query: bool = False
     unknown: list[str] = field(default_factory=list)
@@ -267,6 +270,7 @@ def load_request(params: Any) -> RetrieveRequest:
     req.strict = _bool(params, "strict", True)
     req.cursor = _str(params, "cursor")
     req.fields = load_fields(params.get("fields"))
+    req.timeout_ms = _int(params, "timeoutMs", 1)
 
     fusion = params.get("fusion")
     if fusion is not None:

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from .budget import check_budget
+
 __all__ = ["HEAP_BYTES", "MAX_QUERY_WORDS", "SparseIndex", "SparseView", "query_words"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -55,6 +57,7 @@ class SparseView:
         # order, and the promise is ties by key, so the first `limit` must not depend on `limit` itself
         fetch = min(self.num_docs, limit + 1 if allowed is None else max(4 * limit, 64))
         while True:
+            check_budget("recall")
             hits = self._searcher.search(query, fetch, count=False).hits
             uids = self._searcher.fast_field_values("uid", [addr for _, addr in hits])
             keys = self._keys

@@ -2,9 +2,11 @@
 
 It answers one HTTP request per call (ASGI 3, `http` scopes only). The dispatcher is synchronous and
 CPU-bound, so it runs on a small thread pool, never on the event loop; progress notifications cross
-back to the loop with `call_soon_threadsafe`. A refusal answers without reading the body: the server
-under it (uvicorn's h11 protocol) then reads and drops the body before the next request on the
-connection, and a refusal whose body is chunked, longer than `DISCARD_FACTOR` times the limit, or not
+back to the loop with `call_soon_threadsafe`. A message that needs no search (a ping, the client's
+notifications, or a batch of only those: `Dispatcher.is_light`) is answered on the event loop at once, as
+`GET /health` is, so a liveness check never waits behind searches for a worker. A refusal answers
+without reading the body: the server under it (uvicorn's h11 protocol) then reads and drops the body
+before the next request on the connection, and a refusal whose body is chunked, longer than `DISCARD_FACTOR` times the limit, or not
 yet sent because the client waits for `100 Continue`, says `Connection: close` so the body is never read.
 """
 from __future__ import annotations
@@ -39,6 +41,8 @@ class RpcApp:
         self.token = token
         self.admission = admission
         self.pool = pool
+        # answers on the event loop what needs no search (a stand-in dispatcher without it: every message to a worker)
+        self._light: Callable[[bytes], bool] = getattr(dispatcher, "is_light", lambda _body: False)
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -93,8 +97,12 @@ class RpcApp:
         if "text/event-stream" in headers.get("accept", "") and _wants_progress(body):
             await self._stream(body, reply)
             return
-        loop = asyncio.get_running_loop()
-        answer: str | None = await loop.run_in_executor(self.pool, lambda: self.dispatcher.handle_text(body))
+        answer: str | None
+        if self._light(body):
+            answer = self.dispatcher.handle_text(body)   # a ping: here, in microseconds, never behind a search
+        else:
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(self.pool, lambda: self.dispatcher.handle_text(body))
         if answer is None:
             await reply.send(202)
         else:

@@ -24,7 +24,8 @@ at most `max_connections` connections (the one idle longest is closed to admit a
 busy a new client gets `503` with `Retry-After` at once), request heads within `header_timeout`, bodies
 within `body_timeout` (else `408`), idle keep-alive connections closed after `keepalive_timeout`, a
 client that reads nothing of its answers for `send_timeout` disconnected. The
-dispatcher runs on a pool of `workers` threads, never on the event loop.
+dispatcher runs on a pool of `workers` threads, never on the event loop; a ping (or a batch of pings) needs no
+search and is answered on the event loop instead, so it never waits for a worker.
 """
 from __future__ import annotations
 

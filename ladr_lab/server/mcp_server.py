@@ -7,7 +7,9 @@ content and as its JSON text; and with the served slates' files as resources (`s
 `server/resources.py`). A bad argument is a tool result with `isError: true` naming the parameter, never a
 protocol error; an unknown tool, a refused resource URI (`-32602`) and a missing file (`-32002`) are
 protocol errors. Every code, and the words a failed call's text names it by, is read from
-`protocol.ERROR_CODES`, the table the JSON-RPC face answers by. `serve_mcp_stdio` serves it on standard
+`protocol.ERROR_CODES`, the table the JSON-RPC face answers by. A tool call runs under the server's time
+budget (`request_timeout`, as the JSON-RPC face's; search/budget.py), and one past it is a tool result with
+`isError: true` and code -32001, as any other failed call. `serve_mcp_stdio` serves it on standard
 input and output; `McpHttpServer` serves it as streamable HTTP at `/mcp` on uvicorn, behind the JSON-RPC
 face's Host/Origin admission and bearer token (`serving.py`), bounded by the JSON-RPC face's connection limits
 and timeouts (`limits.HttpLimits`, the same h11 protocol), with its sessions bounded by `sessions.SessionKeeper`
@@ -19,6 +21,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from ..search.budget import request_budget
 from ..search.errors import SearchError
 from ..search.pipeline import SearchEngine
 from ..search.request import PARAMS_SCHEMA
@@ -27,6 +30,7 @@ from .protocol import (
     INVALID_REQUEST,
     MAX_REQUEST_BYTES,
     PARSE_ERROR,
+    REQUEST_TIMEOUT_SECONDS,
     RESOURCE_NOT_FOUND,
     code_of,
     error_response,
@@ -61,10 +65,13 @@ _DESCRIPTION = ("Search the served slates (seed 002's retrieve): BM25 and dense 
                 "file), token budgets and cursors. Each hit's citation.uri is a resource to read the whole file.")
 
 
-def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None) -> tuple[dict, bool]:
-    """The tool's answer to `arguments`: (the result, False), or ({error: {code, message, data?}}, True)."""
+def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None,
+                  timeout: float | None = None) -> tuple[dict, bool]:
+    """The tool's answer to `arguments`, under a budget of `timeout` seconds (None: none): (the result, False), or
+    ({error: {code, message, data?}}, True)."""
     try:
-        return engine.retrieve(arguments if arguments is not None else {}), False
+        with request_budget(timeout):
+            return engine.retrieve(arguments if arguments is not None else {}), False
     except SearchError as exc:
         code, message = code_of(exc), str(exc)
         error: dict[str, Any] = {"code": code, "message": message}
@@ -77,9 +84,11 @@ def call_retrieve(engine: SearchEngine, arguments: dict[str, Any] | None) -> tup
 
 
 def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str = "ladr-lab",
-                     version: str = "0.1.0", workers: int | None = None) -> Any:
-    """An `mcp.server.lowlevel.Server` with the `retrieve` tool and the slates' files as resources; its searches
-    and reads run on at most `workers` threads at once (None: anyio's default pool, 40)."""
+                     version: str = "0.1.0", workers: int | None = None, *,
+                     request_timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> Any:
+    """An `mcp.server.lowlevel.Server` with the `retrieve` tool (each call under `request_timeout` seconds; None: no
+    bound) and the slates' files as resources; its searches and reads run on at most `workers` threads at once
+    (None: anyio's default pool, 40)."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -100,7 +109,8 @@ def build_mcp_server(engine: SearchEngine, resources: SlateResources, name: str 
     async def call_tool(ctx: Any, params: Any) -> Any:
         if params.name != TOOL_NAME:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name[:80]!r} (this server has {TOOL_NAME!r})")
-        result, failed = await anyio.to_thread.run_sync(call_retrieve, engine, params.arguments, limiter=limiter)
+        result, failed = await anyio.to_thread.run_sync(call_retrieve, engine, params.arguments, request_timeout,
+                                                        limiter=limiter)
         if failed:
             err = result["error"]
             text = f"retrieve failed, {words_of(err['code'])} ({err['code']}): {err['message']}"

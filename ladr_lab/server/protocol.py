@@ -3,12 +3,18 @@
 `Dispatcher.handle_text(text, notify)` takes one message as text (a request, a notification or a
 batch) and returns the response text (None when nothing is owed). It never raises: malformed JSON
 is -32700, a message that is not a request -32600, an unknown method -32601, bad params -32602,
-an option the engine cannot honour -32005, a snapshot no longer kept -32010, and anything
-unexpected -32603, each answered while the server keeps serving. A message over `max_request_bytes`
-(1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`) is -32600 before it is parsed,
-and the transports refuse to read one past it. `limits` also says the batch cap and what the engine keeps
-for `session` ids (their longest, how many, how many hits each: request.py and cursors.py), the same on
-every transport.
+an option the engine cannot honour -32005, a snapshot no longer kept -32010, a request past its time
+budget -32001, and anything unexpected -32603, each answered while the server keeps serving. A
+message over `max_request_bytes` (1 MiB by default; advertised as `capabilities.limits.maxRequestBytes`)
+is -32600 before it is parsed, and the transports refuse to read one past it. `limits` also says the
+batch cap and what the engine keeps for `session` ids (their longest, how many, how many hits each: request.py and cursors.py), the same on
+every transport. Each message (a request, or a whole batch) is answered under a time budget
+(`request_timeout`, 5 s by default, advertised as `limits.requestTimeoutMs`; search/budget.py): the engine
+checks it between its steps, and a `retrieve` past it is -32001.
+
+`is_light(text)` tells a message that needs no search (pings, and the client's notifications, alone or in a
+batch) from one that does, cheaply enough to ask on an event loop: the HTTP face answers those there, never
+queueing them behind the searches on its worker threads.
 
 `ERROR_CODES` is the one table from an error class to its JSON-RPC code and the words that name it; both
 faces read it (`code_of`, `words_of`): this dispatcher and the MCP face (`mcp_server.py`), whose resource
@@ -29,16 +35,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import LadrError
+from ..search.budget import DEFAULT_TIMEOUT, request_budget
 from ..search.cursors import MAX_SESSION_IDS, MAX_SESSIONS
-from ..search.errors import InvalidRequestParams, OptionUnsupported, SearchError, SnapshotGone
+from ..search.errors import InvalidRequestParams, OptionUnsupported, RequestTimeout, SearchError, SnapshotGone
 from ..search.pipeline import JsonSearchEngine, SearchEngine
 from ..search.request import MAX_SESSION_CHARS
 from .resources import ResourceMissing, ResourceRefused
 
-__all__ = ["Dispatcher", "ERROR_CODES", "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "MAX_BATCH",
-           "MAX_REQUEST_BYTES", "METHOD_NOT_FOUND", "Notify", "OPTION_UNSUPPORTED", "PARSE_ERROR", "PROTOCOL_VERSION",
-           "RESOURCE_NOT_FOUND", "SNAPSHOT_GONE", "code_of", "error_response", "parse_message", "to_json", "too_large",
-           "valid_id", "wire_bytes", "wire_safe", "words_of"]
+__all__ = ["Dispatcher", "ERROR_CODES", "INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "LIGHT_BYTES",
+           "LIGHT_METHODS", "MAX_BATCH", "MAX_REQUEST_BYTES", "METHOD_NOT_FOUND", "Notify", "OPTION_UNSUPPORTED",
+           "PARSE_ERROR", "PROTOCOL_VERSION", "REQUEST_TIMEOUT", "REQUEST_TIMEOUT_SECONDS", "RESOURCE_NOT_FOUND",
+           "SNAPSHOT_GONE", "code_of", "error_response", "parse_message", "to_json", "too_large", "valid_id",
+           "wire_bytes", "wire_safe", "words_of"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -48,9 +56,14 @@ INTERNAL_ERROR = -32603
 OPTION_UNSUPPORTED = -32005
 SNAPSHOT_GONE = -32010
 RESOURCE_NOT_FOUND = -32002   # the MCP specification's code for a resource that does not exist
+REQUEST_TIMEOUT = -32001      # a request past its time budget (the MCP SDK's code for a request that timed out)
+REQUEST_TIMEOUT_SECONDS = DEFAULT_TIMEOUT   # the default budget of one message (`--request-timeout`)
 PROTOCOL_VERSION = "2025-06-18"
 MAX_BATCH = 1000
 MAX_REQUEST_BYTES = 1024 * 1024   # the default bound on one message (a request or a batch), both transports
+# what needs no search: `is_light` looks for these in a message of at most LIGHT_BYTES (a batch of 1,000 pings)
+LIGHT_METHODS = frozenset(("ping", "notifications/initialized", "notifications/cancelled", "initialized"))
+LIGHT_BYTES = 64 * 1024
 
 Notify = Callable[[dict], None]
 
@@ -91,6 +104,7 @@ ERROR_CODES: dict[type[BaseException], tuple[int, str]] = {
     InvalidRequestParams: (INVALID_PARAMS, "invalid params"),
     OptionUnsupported: (OPTION_UNSUPPORTED, "option unsupported"),
     SnapshotGone: (SNAPSHOT_GONE, "index version gone"),
+    RequestTimeout: (REQUEST_TIMEOUT, "request timed out"),
     _NoSuchMethod: (METHOD_NOT_FOUND, "method not found"),
     ResourceRefused: (INVALID_PARAMS, "invalid params"),
     ResourceMissing: (RESOURCE_NOT_FOUND, "resource not found"),
@@ -155,29 +169,49 @@ class Dispatcher:
     """Answers JSON-RPC messages with a SearchEngine (see the module docstring)."""
 
     def __init__(self, engine: SearchEngine, name: str = "ladr-lab", version: str = "0.1.0", *,
-                 max_request_bytes: int = MAX_REQUEST_BYTES) -> None:
+                 max_request_bytes: int = MAX_REQUEST_BYTES,
+                 request_timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
         self.engine = engine
         self.info = {"name": name, "version": version}
         self.max_request_bytes = max(1, int(max_request_bytes))
+        if request_timeout is not None and not request_timeout > 0:
+            raise ValueError(f"request_timeout must be a positive number of seconds or None (got {request_timeout!r})")
+        self.request_timeout = request_timeout   # seconds a message may take (None: no bound)
         # the engine's result as JSON text, spliced in unparsed, when it can write one (search/pipeline.py)
         self._json: JsonSearchEngine | None = engine if isinstance(engine, JsonSearchEngine) else None
         # the lean path of a plain sparse request (search/plain.py), when the engine has one
         self._plain: Callable[[dict], str | None] | None = getattr(engine, "retrieve_plain", None)
 
     # --- text in, text out ----------------------------------------------------------------------
+    def is_light(self, text: str | bytes) -> bool:
+        """True for a message that needs no search: pings and the client's notifications (`LIGHT_METHODS`), alone or
+        in a batch, of at most `LIGHT_BYTES`. Cheap enough for an event loop: a body that does not even name
+        "ping" or a notification is not parsed."""
+        if len(text) > LIGHT_BYTES:
+            return False
+        probe = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+        if b'"ping"' not in probe and b"initialized" not in probe and b"notifications/" not in probe:
+            return False
+        msg, error = parse_message(text)
+        if error is not None:
+            return False
+        msgs = msg if type(msg) is list and msg else [msg]
+        return all(type(m) is dict and m.get("method") in LIGHT_METHODS for m in msgs)
+
     def handle_text(self, text: str | bytes, notify: Notify | None = None) -> str | None:
-        """Answer one message given as text; None when it was only notifications."""
+        """Answer one message given as text, under the message's time budget; None when it was only notifications."""
         size = _size(text, self.max_request_bytes)
         if size > self.max_request_bytes:
             return to_json(too_large(self.max_request_bytes, size))
-        msg, error = parse_message(text)
-        if error is not None:
-            return to_json(error)
-        if self._plain is not None and type(msg) is dict and msg.get("method") == "retrieve":
-            answer = self._plain_answer(msg)
-            if answer is not None:
-                return answer
-        out = self.handle(msg, notify)
+        with request_budget(self.request_timeout):
+            msg, error = parse_message(text)
+            if error is not None:
+                return to_json(error)
+            if self._plain is not None and type(msg) is dict and msg.get("method") == "retrieve":
+                answer = self._plain_answer(msg)
+                if answer is not None:
+                    return answer
+            out = self.handle(msg, notify)
         if out is None:
             return None
         try:
@@ -210,15 +244,16 @@ class Dispatcher:
         return wire_safe('{"jsonrpc":"2.0","id":' + id_text + ',"result":' + result + "}")
 
     def handle(self, msg: Any, notify: Notify | None = None) -> dict | list | None:
-        """Answer one parsed message (object or batch)."""
-        if isinstance(msg, list):
-            if not msg:
-                return error_response(None, INVALID_REQUEST, "Invalid Request: empty batch")
-            if len(msg) > MAX_BATCH:
-                return error_response(None, INVALID_REQUEST, f"Invalid Request: batch larger than {MAX_BATCH}")
-            answers = [a for a in (self._one(m, notify) for m in msg) if a is not None]
-            return answers or None
-        return self._one(msg, notify)
+        """Answer one parsed message (object or batch), its requests sharing one time budget."""
+        with request_budget(self.request_timeout):
+            if isinstance(msg, list):
+                if not msg:
+                    return error_response(None, INVALID_REQUEST, "Invalid Request: empty batch")
+                if len(msg) > MAX_BATCH:
+                    return error_response(None, INVALID_REQUEST, f"Invalid Request: batch larger than {MAX_BATCH}")
+                answers = [a for a in (self._one(m, notify) for m in msg) if a is not None]
+                return answers or None
+            return self._one(msg, notify)
 
     # --- one request ----------------------------------------------------------------------------
     def _one(self, msg: Any, notify: Notify | None) -> dict | None:
@@ -255,7 +290,9 @@ class Dispatcher:
             caps = dict(self.engine.capabilities())
             caps["limits"] = {"maxRequestBytes": self.max_request_bytes, "maxBatch": MAX_BATCH,
                               "maxSessionChars": MAX_SESSION_CHARS, "maxSessions": MAX_SESSIONS,
-                              "maxSessionHits": MAX_SESSION_IDS}
+                              "maxSessionHits": MAX_SESSION_IDS,
+                              "requestTimeoutMs": None if self.request_timeout is None
+                              else round(self.request_timeout * 1000)}
             return {"protocolVersion": PROTOCOL_VERSION, "serverInfo": self.info, "capabilities": caps}
         if method == "ping":
             return {}

@@ -1,7 +1,9 @@
 """The stdio transport: newline-delimited JSON-RPC messages on standard input, answers on standard output.
 
 One message per line (UTF-8; JSON text never contains a raw newline). Requests are answered in
-order; progress notifications for a request are written before its response. A line longer than the
+order, pings included (a stdio server has one client, whose ping waits only behind its own earlier
+requests, each bounded by the dispatcher's time budget; docs/server.md); progress notifications for a
+request are written before its response. A line longer than the
 dispatcher's `max_request_bytes` (1 MiB by default) is answered with -32600 and skipped without being
 kept in memory; invalid UTF-8 is a parse error (-32700).
 Nothing but JSON-RPC messages is ever written to standard output (logs go to standard error).

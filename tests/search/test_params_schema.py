@@ -6,10 +6,10 @@ import pytest
 from ladr_lab.search import InvalidRequestParams
 from ladr_lab.search.request import KNOWN, PARAMS_SCHEMA, load_request
 
-# every parameter docs/server.md's table lists for `retrieve` (seed 002, plus the `fields` extension)
+# every parameter docs/server.md's table lists for `retrieve` (seed 002, plus the `fields` and `timeoutMs` extensions)
 SEED_002 = {"query", "k", "candidateK", "mode", "modality", "fusion", "rerank", "mmr", "transform", "filter",
             "minScore", "recency", "unit", "level", "tokenBudget", "session", "cursor", "includeText",
-            "includeVector", "fields", "seed", "indexVersion", "strict"}
+            "includeVector", "fields", "seed", "indexVersion", "strict", "timeoutMs"}
 
 
 def _wrong(schema: dict):

@@ -205,3 +205,40 @@ def test_http_needs_the_bearer_token_and_a_loopback_host(http_url):
     assert status({"Authorization": "Bearer wrong"}) == 401
     assert status({"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}) == 403
     assert status({"Authorization": f"Bearer {TOKEN}", "Origin": "https://evil.example"}) == 403
+
+
+class _SlowEngine:
+    """An engine whose retrieve takes 100 ms, then checks its budget (as a slow stage would)."""
+
+    def capabilities(self):
+        return {}
+
+    def retrieve(self, params, progress=None):
+        import time
+
+        from ladr_lab.search.budget import check_budget
+
+        time.sleep(0.1)
+        check_budget("recall")
+        return {"hits": [], "indexVersion": "v", "usage": {}}
+
+
+def test_a_tool_call_past_the_servers_time_budget_is_a_failed_call_with_code_32001():
+    from mcp import Client
+
+    from ladr_lab.server.mcp_server import build_mcp_server
+    from ladr_lab.server.resources import SlateResources
+    from ladr_lab.slate import SlateStore
+
+    async def main():
+        server = build_mcp_server(_SlowEngine(), SlateResources(SlateStore()), request_timeout=0.05)
+        async with Client(server) as client:
+            result = await client.call_tool("retrieve", {"query": "x"})
+            assert result.is_error
+            assert result.content[0].text.startswith(
+                "retrieve failed, request timed out (-32001): the request ran out of its time budget of 50 ms")
+            assert result.structured_content["error"]["data"]["stage"] == "recall"
+        async with Client(build_mcp_server(_SlowEngine(), SlateResources(SlateStore()))) as client:
+            assert not (await client.call_tool("retrieve", {"query": "x"})).is_error   # 5 s by default
+
+    anyio.run(main)

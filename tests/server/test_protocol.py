@@ -263,13 +263,14 @@ def _answered(exc):
 
 def test_every_error_either_face_answers_has_one_entry_with_its_wire_code():
     """The codes on the wire, and the words the MCP face's text names them by, are those of before the table."""
-    from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, SnapshotGone
+    from ladr_lab.search.errors import InvalidRequestParams, OptionUnsupported, RequestTimeout, SnapshotGone
     from ladr_lab.server import protocol
     from ladr_lab.server.resources import ResourceMissing, ResourceRefused
 
     assert protocol.ERROR_CODES == {
         InvalidRequestParams: (-32602, "invalid params"), OptionUnsupported: (-32005, "option unsupported"),
-        SnapshotGone: (-32010, "index version gone"), protocol._NoSuchMethod: (-32601, "method not found"),
+        SnapshotGone: (-32010, "index version gone"), RequestTimeout: (-32001, "request timed out"),
+        protocol._NoSuchMethod: (-32601, "method not found"),
         ResourceRefused: (-32602, "invalid params"), ResourceMissing: (-32002, "resource not found"),
         Exception: (-32603, "internal error")}
     words: dict[int, str] = {}
@@ -281,14 +282,15 @@ def test_every_error_either_face_answers_has_one_entry_with_its_wire_code():
 
 @pytest.mark.parametrize("exc,code", [
     ("InvalidRequestParams", -32602), ("OptionUnsupported", -32005), ("SnapshotGone", -32010),
-    ("SearchError", -32603), ("LadrError", -32603), ("ZeroDivisionError", -32603)])
+    ("RequestTimeout", -32001), ("SearchError", -32603), ("LadrError", -32603), ("ZeroDivisionError", -32603)])
 def test_both_faces_answer_an_error_with_the_same_code(exc, code):
     import builtins
 
     import ladr_lab
+    import ladr_lab.search.errors as search_errors
     from ladr_lab.server.protocol import code_of
 
-    error = (getattr(ladr_lab, exc, None) or getattr(builtins, exc))("went wrong")
+    error = (getattr(ladr_lab, exc, None) or getattr(search_errors, exc, None) or getattr(builtins, exc))("went wrong")
     rpc, mcp = _answered(error)
     assert rpc["code"] == mcp["code"] == code_of(error) == code
 
@@ -322,7 +324,7 @@ def test_initialize_reports_the_session_limits(dispatcher):
 
     limits = call(dispatcher, "initialize")["result"]["capabilities"]["limits"]
     assert limits == {"maxRequestBytes": 1024 * 1024, "maxBatch": 1000, "maxSessionChars": MAX_SESSION_CHARS,
-                      "maxSessions": MAX_SESSIONS, "maxSessionHits": MAX_SESSION_IDS}
+                      "maxSessions": MAX_SESSIONS, "maxSessionHits": MAX_SESSION_IDS, "requestTimeoutMs": 5000}
     assert (MAX_SESSION_CHARS, MAX_SESSIONS, MAX_SESSION_IDS) == (256, 1024, 100_000)
     assert PARAMS_SCHEMA["properties"]["session"]["maxLength"] == MAX_SESSION_CHARS
 
