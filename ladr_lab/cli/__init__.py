@@ -12,11 +12,11 @@ import sys
 
 from .. import errors
 from . import eval as eval_
-from . import lint, run, schema, search_runs, serve, show, trace, validate
+from . import install, lint, run, schema, search_runs, serve, show, trace, validate
 from ._common import _problems
 from .printer import OutputClosed, RoundPrinter
 
-_COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema)
+_COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema, install)
 
 
 class _Version(argparse.Action):
