@@ -119,7 +119,7 @@ class BuildLog:
             step, total = int(m.group(1)), int(m.group(2))
             if total < s.total:
                 return None
-            # ninja prints steps as they finish, so out of order when several run at once: the count only grows
+            # the count only grows (ninja numbers the steps it finishes; a stray lower number must not pull it back)
             s.step = step if total > s.total else max(s.step, step)
             s.total, s.phase = total, "compiling"
             return "step"
@@ -148,7 +148,7 @@ class BuildLog:
         if m:
             s.downloads.append((m.group(1), m.group(2)))
             return "download"
-        if text.startswith("Successfully installed"):
+        if line.startswith("Successfully installed"):      # pip's own, not the build's (indented) for its tools
             s.installed, s.phase = text, "done"
             return "phase"
         return None
@@ -161,7 +161,7 @@ def _fmt(seconds: float) -> str:
 
 class _Progress:
     """The build's progress as the user sees it: a tqdm bar with an ETA on a terminal, a plain line every tenth of
-    the steps (and at most one a minute between) elsewhere, so a CI log gets a dozen lines, not hundreds."""
+    the steps (or at a step a minute or more after the last line) elsewhere, so a CI log gets a dozen lines or so."""
 
     def __init__(self, out: IO[str], tty: bool) -> None:
         self.out, self.tty = out, tty

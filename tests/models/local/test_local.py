@@ -269,17 +269,20 @@ def test_cold_warm_and_after_another_ladder_the_run_says_the_same(tmp_path):
     from ladr_lab.models import local
 
     def outputs(ladder, question="How does deduplication work across retrieval rounds?"):
-        run = Run(str(ROOT / "examples" / ladder), model="local", input=question, cache=False,
-                  model_options={"max_tokens": 24})
+        run = Run(str(ladder), model="local", input=question, cache=False, model_options={"max_tokens": 24})
         run.run()
         return [e.output for e in run.trace.events if type(e).__name__ == "LlmCall"]
 
+    other = tmp_path / "other.yaml"       # another, short ladder (a cheap prompt that takes over the cache)
+    other.write_text("name: other\nsteps:\n  - id: say\n    systemPrompt: You answer in five words.\n"
+                     "    fields: [{ name: Question, type: text, from: input.context }]\n")
+    small = ROOT / "examples" / "research_small.yaml"
     model = get_model("local")
     local._runtime(model.path, model.load).llama.reset()           # cold: nothing cached
-    cold = outputs("research_small.yaml")
-    warm = outputs("research_small.yaml")
-    outputs("pitfall_tight.yaml", "What does maxRounds do?")
-    after = outputs("research_small.yaml")
+    cold = outputs(small)
+    warm = outputs(small)
+    assert outputs(other, "What colour is the sky?")
+    after = outputs(small)
     assert cold == warm == after and cold and all(cold)
 
 
