@@ -13,11 +13,11 @@ import sys
 
 from .. import errors
 from . import eval as eval_
-from . import lint, run, schema, search_runs, serve, show, slate, trace, validate
+from . import install, lint, run, schema, search_runs, serve, show, slate, trace, validate
 from ._common import USAGE_ERROR, _problems
 from .printer import OutputClosed, RoundPrinter
 
-_COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema, slate)
+_COMMANDS = (validate, run, show, trace, lint, eval_, search_runs, serve, schema, slate, install)
 
 
 class _Version(argparse.Action):

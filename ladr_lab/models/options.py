@@ -5,8 +5,8 @@ One vocabulary for every model, from the command line (`--temperature 0`, `--see
 model says which options it takes, and anything else is refused at once, naming the option and the model, with the
 near name when there is one: an option that would silently do nothing is a mistake the user never sees.
 
-- `local` (llama.cpp) takes the sampling options, `grammar`, `constrain`, and its load settings (`n_ctx`,
-  `n_threads`, `n_threads_batch`, `n_batch`).
+- `local` (llama.cpp) takes the sampling options, `grammar`, `constrain`, `prefix_cache`, and its load settings
+  (`n_ctx`, `n_threads`, `n_threads_batch`, `n_batch`).
 - a litellm model takes any option: litellm passes it to the provider; `grammar` travels as the request body's
   `grammar` (what llama.cpp's and other OpenAI-compatible servers read); `constrain` needs the grammar converter of
   the local extra and a server that reads `grammar`.
@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ModelError
 
-__all__ = ["CONSTRAIN_MODES", "OPTION_HELP", "check_options", "parse_option", "validate_option_values"]
+__all__ = ["CONSTRAIN_MODES", "OPTION_HELP", "PREFIX_CACHE_MODES", "check_options", "parse_option", "validate_option_values"]
 
 CONSTRAIN_MODES = ("request",)
 
@@ -38,7 +38,11 @@ OPTION_HELP: dict[str, str] = {
     "n_threads": "threads for generation (local: measured default, see docs/local_model.md)",
     "n_threads_batch": "threads for reading the prompt (local: measured default)",
     "n_batch": "prompt tokens read per batch (local: 512 by default)",
+    "prefix_cache": 'local: "on" (the default: the cached prompt is reused in whole n_batch blocks, so a warm call '
+                    'gives a cold call\'s text), "off" (every prompt read from nothing) or "all" (every cached token '
+                    'reused: faster, and a warm call may differ from a cold one)',
 }
+PREFIX_CACHE_MODES = ("on", "off", "all")
 
 _NUMBERS = {"temperature": (0.0, None), "top_p": (0.0, 1.0), "repeat_penalty": (0.0, None)}
 _WHOLE = {"seed": None, "max_tokens": 1, "top_k": 0, "n_ctx": 256, "n_threads": 1, "n_threads_batch": 1,
@@ -94,6 +98,9 @@ def validate_option_values(options: Mapping[str, Any], model: str) -> None:
         elif key == "constrain":
             if value is not None and value not in CONSTRAIN_MODES:
                 raise ModelError(f'model "{model}": option "constrain" takes "request" (or nothing), got {value!r}')
+        elif key == "prefix_cache":
+            if value not in PREFIX_CACHE_MODES and not isinstance(value, bool):
+                raise ModelError(f'model "{model}": option "prefix_cache" takes "on", "off" or "all" (got {value!r})')
         elif key == "grammar":
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ModelError(f'model "{model}": option "grammar" must be the text of a GBNF grammar')

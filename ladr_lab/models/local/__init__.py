@@ -9,7 +9,12 @@ imported on first use; without it, resolving the name says which package to inst
 - **The prompt prefix cache.** llama.cpp keeps the tokens it has read; a call whose prompt starts with the same
   tokens reads only what follows (round N+1's prompt is round N's with its retrieved block appended, so it re-reads
   only that block). `stats` keeps, per call, how many prompt tokens were read and how many came from the cache.
-- **Repeatable by default.** temperature 0 (greedy) and seed 0, unless options say otherwise.
+- **Repeatable by default, warm or cold.** temperature 0 (greedy) and seed 0, unless options say otherwise; and a
+  warm call gives the text a cold one gives: llama.cpp's float results for a token depend on the batch it was read
+  in (its CPU kernels take a different path for a batch of 1, 2–3 or more tokens), so the cache is reused only in
+  whole `n_batch` blocks counted from the prompt's start, which is how a cold call reads it (`reusable_prefix`).
+  `prefix_cache="off"` reads every prompt from nothing; `"all"` is llama-cpp-python's own reuse of every cached
+  token, faster by up to a block a call and not repeatable (docs/local_model.md).
 - **`constrain="request"`** decodes under a grammar made from the call's requestMatch (models/constrain.py): the
   output is a JSON object valid against it, or prose; on the forced final call, or a call that may not retrieve,
   only an answer: prose, or any JSON object when the step tests its output as JSON. The completion says so
@@ -27,6 +32,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,14 +42,17 @@ from ..base import CallInfo, Completion
 from ..options import check_options
 from .weights import DEFAULT_LOCAL, find_packaged, weights_path
 
-__all__ = ["LOCAL_OPTIONS", "CallStats", "LocalModel", "default_threads", "local_runtime_missing", "resolve_weights"]
+__all__ = ["LOCAL_OPTIONS", "CallStats", "LocalModel", "default_threads", "local_runtime_missing",
+           "resolve_weights", "reusable_prefix"]
 
 LOAD_OPTIONS = ("n_ctx", "n_threads", "n_threads_batch", "n_batch")
-CALL_OPTIONS = ("temperature", "seed", "max_tokens", "top_p", "top_k", "repeat_penalty", "grammar", "constrain")
+CALL_OPTIONS = ("temperature", "seed", "max_tokens", "top_p", "top_k", "repeat_penalty", "grammar", "constrain",
+                "prefix_cache")
 LOCAL_OPTIONS = LOAD_OPTIONS + CALL_OPTIONS
 DEFAULT_CTX = 8192
 DEFAULT_MAX_TOKENS = 512
-INSTALL = 'pip install "ladr_lab[local]"'
+INSTALL = ('ladr-lab install local (llama.cpp is compiled with portable flags, its progress shown; or pip install '
+           '"ladr_lab[local]" with CMAKE_ARGS set as docs/local_model.md says)')
 
 
 def local_runtime_missing() -> str | None:
@@ -88,6 +97,61 @@ class CallStats:
     seconds: float
 
 
+def reusable_prefix(cached: Sequence[int], prompt: Sequence[int], aligned: int, n_batch: int, mode: str = "on") -> int:
+    """How many of `prompt`'s first tokens to take from the cache so the call reads the rest as a cold call would.
+
+    A cold call reads the prompt in blocks of `n_batch` tokens from its start, and llama.cpp's float results for a
+    token depend on the batch it was read in. So (mode "on") the reuse is the common prefix of `cached` and `prompt`,
+    cut to the `aligned` tokens that were themselves read in whole blocks from the start, rounded down to a block,
+    and short of the prompt's last token (which must be read again, in its block, for the logits): every block the
+    call reads is then the block a cold call reads. "off": nothing. ("all" is not decided here: llama-cpp-python's
+    own reuse, every matching token.)"""
+    if mode == "off" or n_batch <= 0 or not prompt:
+        return 0
+    common = 0
+    for a, b in zip(cached, prompt, strict=False):
+        if a != b:
+            break
+        common += 1
+    keep = min(common, aligned, len(prompt) - 1)
+    return max(0, keep // n_batch * n_batch)
+
+
+_BLOCK_LLAMA: Any = None
+
+
+def _block_llama_class() -> Any:
+    """`llama_cpp.Llama` whose `generate` first cuts the cached tokens to `reusable_prefix` (per `prefix_cache`), then
+    lets llama-cpp-python reuse what is left as it always does; made on first use (llama_cpp is a heavy import)."""
+    global _BLOCK_LLAMA
+    if _BLOCK_LLAMA is None:
+        from llama_cpp import Llama
+
+        class BlockLlama(Llama):
+            """Llama that reuses its cached prompt prefix only in whole n_batch blocks (see `reusable_prefix`)."""
+
+            prefix_cache = "on"
+            aligned = 0          # the leading cached tokens that were read in whole n_batch blocks from the start
+            reused = 0           # how many prompt tokens the last call took from the cache
+
+            def generate(self, tokens, *args, **kwargs):
+                tokens = list(tokens)
+                if self.prefix_cache == "all":
+                    common = reusable_prefix(self._input_ids, tokens, len(tokens), 1)
+                    self.reused = min(common, len(tokens) - 1)
+                    self.aligned = 0     # its reads started anywhere: the next "on" call starts from nothing
+                else:
+                    keep = reusable_prefix(self._input_ids, tokens, self.aligned, self.n_batch, self.prefix_cache)
+                    if keep < self.n_tokens:
+                        self.n_tokens = keep     # llama-cpp-python then reuses exactly `keep` and drops the rest
+                    self.reused = keep
+                    self.aligned = len(tokens) // self.n_batch * self.n_batch
+                return super().generate(tokens, *args, **kwargs)
+
+        _BLOCK_LLAMA = BlockLlama
+    return _BLOCK_LLAMA
+
+
 @dataclass
 class _Runtime:
     llama: Any
@@ -118,25 +182,14 @@ def _runtime(path: Path, load: dict[str, int]) -> _Runtime:
             missing = local_runtime_missing()
             if missing:
                 raise ModelError(missing)
-            from llama_cpp import Llama
-
             try:
-                llama = Llama(model_path=str(path), n_ctx=load["n_ctx"], n_threads=load["n_threads"],
+                llama = _block_llama_class()(model_path=str(path), n_ctx=load["n_ctx"], n_threads=load["n_threads"],
                               n_threads_batch=load["n_threads_batch"], n_batch=load["n_batch"], logits_all=False,
                               seed=0, verbose=False)
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(f"local: could not load {path}: {exc}") from exc
             rt = _RUNTIMES[key] = _Runtime(llama)
         return rt
-
-
-def _common_prefix(a, b) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class LocalModel:
@@ -153,6 +206,8 @@ class LocalModel:
                      "n_batch": int(options.pop("n_batch", 512))}
         self.constrain: str | None = options.pop("constrain", None)
         self.grammar_text: str | None = options.pop("grammar", None)
+        reuse = options.pop("prefix_cache", "on")      # (its value was checked by check_options)
+        self.prefix_cache = ("on" if reuse else "off") if isinstance(reuse, bool) else str(reuse)
         self.sampling = {"temperature": 0.0, "seed": 0, "max_tokens": DEFAULT_MAX_TOKENS, **options}
         self.stats: list[CallStats] = []
         self._grammars: dict[str, Any] = {}
@@ -163,6 +218,8 @@ class LocalModel:
     def options(self) -> dict:
         """Every setting in force (load, sampling, grammar or constrain), as a trace or a benchmark records it."""
         out = {**self.load, **self.sampling}
+        if self.prefix_cache != "on":
+            out["prefix_cache"] = self.prefix_cache
         if self.constrain:
             out["constrain"] = self.constrain
         if self.grammar_text:
@@ -205,7 +262,7 @@ class LocalModel:
         rt = _runtime(self.path, self.load)
         kwargs = dict(self.sampling)
         with rt.lock:
-            before = list(rt.llama._input_ids)
+            rt.llama.prefix_cache = self.prefix_cache
             start = time.perf_counter()
             try:
                 resp = rt.llama.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
@@ -215,7 +272,7 @@ class LocalModel:
                                      f"or shorten the prompt") from exc
                 raise ModelError(f'model "{self.name}" failed: {exc}') from exc
             latency = time.perf_counter() - start
-            reused = _common_prefix(before, rt.llama._input_ids)     # under the lock: the next call changes them
+            reused = rt.llama.reused                 # under the lock: the next call changes it
         usage = resp.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         generated = int(usage.get("completion_tokens") or 0)

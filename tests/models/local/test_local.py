@@ -115,7 +115,8 @@ MSGS = [{"role": "system", "content": "You answer in one short sentence."},
 
 @needs_model
 def test_greedy_by_default_so_a_call_repeats_and_the_prompt_prefix_is_reused():
-    model = get_model("local", options={"max_tokens": 24})
+    # n_batch 16: the cache is reused in whole blocks (issue 31), and these prompts are a few blocks long
+    model = get_model("local", options={"max_tokens": 24, "n_batch": 16})
     first = model.complete(MSGS)
     again = model.complete(MSGS)
     assert first.text == again.text and first.text.strip()
@@ -125,9 +126,10 @@ def test_greedy_by_default_so_a_call_repeats_and_the_prompt_prefix_is_reused():
     third = model.complete(longer)
     s = model.stats[-1]
     assert third.tokens_in > first.tokens_in
-    # round N+1 re-reads only what round N appended: the shared system+question prefix comes from the cache
-    assert s.cached_tokens >= first.tokens_in - 8
-    assert s.prompt_tokens - s.cached_tokens <= (third.tokens_in - first.tokens_in) + 8
+    # round N+1 re-reads what round N appended and the rest of its last block: the shared system+question prefix
+    # comes from the cache in whole blocks
+    assert s.cached_tokens >= first.tokens_in - 8 - 16 and s.cached_tokens % 16 == 0
+    assert s.prompt_tokens - s.cached_tokens <= (third.tokens_in - first.tokens_in) + 8 + 16
 
 
 @needs_model
@@ -187,3 +189,104 @@ def test_a_run_of_the_small_model_example_from_the_cli(tmp_path):
     assert all(c["tokens_in"] > 100 for c in calls)
     assert "[the model's decoding was constrained" in done.stdout
     assert "Provider List" not in done.stdout and "llama" not in done.stderr.lower()
+
+
+# --- a warm call gives a cold call's text (issue 31, item 3) ---------------------------------------------------------
+ASK = [{"role": "system", "content": "You answer questions about LADR from its handbook. Reply with only the JSON "
+                                     'of the files to read, for example {"files": ["retrieve/dedup.md"]}.'},
+       {"role": "user", "content": "Question:\nHow does deduplication work across retrieval rounds?"}]
+ROUND2 = [ASK[0], {"role": "user", "content": ASK[1]["content"] + "\n\nDocument 1:\n--- retrieve/dedup.md ---\n"
+                   + (ROOT / "sample_slates/knowledge/docs/retrieve/dedup.md").read_text()[:600]}]
+OTHER = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name three colours."}]
+
+
+def test_the_reusable_prefix_is_whole_blocks_read_from_the_start_and_never_the_whole_prompt():
+    from ladr_lab.models.local import reusable_prefix
+
+    cached, prompt = list(range(100)), list(range(90)) + [-1] * 20
+    assert reusable_prefix(cached, prompt, aligned=96, n_batch=32) == 64          # common 90 → two whole blocks
+    assert reusable_prefix(cached, prompt, aligned=40, n_batch=32) == 32          # only 40 were read in blocks
+    assert reusable_prefix(cached, cached[:64], aligned=96, n_batch=32) == 32     # the last block is read again
+    assert reusable_prefix(cached, prompt, aligned=96, n_batch=32, mode="off") == 0
+
+
+@given(st.lists(st.integers(0, 3), max_size=80), st.lists(st.integers(0, 3), min_size=1, max_size=80),
+       st.integers(0, 80), st.integers(1, 40))
+def test_a_reused_prefix_is_a_common_whole_block_prefix_shorter_than_the_prompt(cached, prompt, aligned, n_batch):
+    from ladr_lab.models.local import reusable_prefix
+
+    keep = reusable_prefix(cached, prompt, aligned, n_batch)
+    assert keep % n_batch == 0 and keep <= aligned and keep < len(prompt) and cached[:keep] == prompt[:keep]
+
+
+def _last_logits(model):
+    import llama_cpp
+    import numpy as np
+
+    from ladr_lab.models import local
+
+    llama = local._runtime(model.path, model.load).llama
+    row = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
+    return np.ctypeslib.as_array(row, shape=(llama._n_vocab,)).copy()
+
+
+@needs_model
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_warm_call_reads_its_prompt_as_a_cold_call_so_the_next_tokens_scores_are_the_same_bits(mode):
+    from ladr_lab.models import local
+
+    # n_batch 32: these short prompts span several blocks; max_tokens 1: the logits left are the prompt's last token's
+    model = get_model("local", options={"n_batch": 32, "max_tokens": 1, "prefix_cache": mode})
+    local._runtime(model.path, model.load).llama.reset()
+    model.complete(ASK)
+    cold = _last_logits(model)
+    model.complete(ROUND2)                       # round 2: the same prompt and a document; the cache holds it
+    model.complete(ASK)
+    warm = _last_logits(model)
+    model.complete(OTHER)                        # another ladder's call in between
+    model.complete(ROUND2)
+    model.complete(ASK)
+    after = _last_logits(model)
+    assert cold.tobytes() == warm.tobytes() == after.tobytes()
+    reused = [s.cached_tokens for s in model.stats]
+    if mode == "on":      # round 2 re-read only what follows the blocks it shares with round 1
+        assert reused[1] >= 32 and all(r % 32 == 0 for r in reused)
+    else:
+        assert not any(reused)
+
+
+@needs_model
+def test_all_is_llama_cpp_pythons_own_reuse_of_every_cached_token():
+    model = get_model("local", options={"n_batch": 32, "max_tokens": 1, "prefix_cache": "all"})
+    model.complete(ASK)
+    model.complete(ROUND2)
+    assert model.stats[-1].cached_tokens >= model.stats[0].prompt_tokens - 8
+
+
+@needs_model
+def test_cold_warm_and_after_another_ladder_the_run_says_the_same(tmp_path):
+    from ladr_lab import Run
+    from ladr_lab.models import local
+
+    def outputs(ladder, question="How does deduplication work across retrieval rounds?"):
+        run = Run(str(ladder), model="local", input=question, cache=False, model_options={"max_tokens": 24})
+        run.run()
+        return [e.output for e in run.trace.events if type(e).__name__ == "LlmCall"]
+
+    other = tmp_path / "other.yaml"       # another, short ladder (a cheap prompt that takes over the cache)
+    other.write_text("name: other\nsteps:\n  - id: say\n    systemPrompt: You answer in five words.\n"
+                     "    fields: [{ name: Question, type: text, from: input.context }]\n")
+    small = ROOT / "examples" / "research_small.yaml"
+    model = get_model("local")
+    local._runtime(model.path, model.load).llama.reset()           # cold: nothing cached
+    cold = outputs(small)
+    warm = outputs(small)
+    assert outputs(other, "What colour is the sky?")
+    after = outputs(small)
+    assert cold == warm == after and cold and all(cold)
+
+
+@needs_model
+def test_prefix_cache_takes_on_off_or_all_and_says_so():
+    with pytest.raises(ModelError, match='"prefix_cache" takes "on", "off" or "all"'):
+        get_model("local", options={"prefix_cache": "sometimes"})
