@@ -1,6 +1,7 @@
 """What every subcommand shares: NAME=VALUE options, problem lists and the failure line."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -15,6 +16,17 @@ def _usage(message: str) -> None:
     """A usage error found after parsing: the message on standard error, then exit 2 (as argparse's own)."""
     print(f"ladr-lab: {message}", file=sys.stderr)
     raise SystemExit(USAGE_ERROR)
+
+
+def _whole(text: str, least: int) -> int:
+    """A flag's whole number (`1,000` and `1_000` read as 1000) of at least `least`; else argparse's usage error."""
+    try:
+        n = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least} (got {n})")
+    return n
 
 
 def _kv(items: list[str], flag: str) -> dict:

@@ -123,9 +123,14 @@ def _over_file(a, spec) -> dict:
     (--model, --out, --concurrency, --threshold, --repeat, --rows, --variants, a filter...) replaces the file's value;
     a flag that gives entries of a mapping (--knob, --slate, --knob-set, -O and the model options, --rate-limit)
     sets those entries over the file's; --assert adds assertions to the file's. The file's `outputs:` set the output
-    flag of the same name (`--KIND FILE`) when it was not given."""
+    flag of the same name (`--KIND FILE`) when it was not given; one inside the file's `out:` folder moves with
+    `--out` (`out/report.html` becomes `OUT/report.html`), so a run elsewhere never writes over the reports of the
+    file's own folder."""
+    file_out = spec.kwargs.get("out")
     for kind, path in spec.outputs.items():
         if getattr(a, kind, None) is None:
+            if a.out is not None and file_out is not None and Path(path).is_relative_to(Path(file_out)):
+                path = Path(a.out) / Path(path).relative_to(Path(file_out))
             setattr(a, kind, str(path))
     kw = dict(spec.kwargs)
     scalar = {"model": _model_arg(a.model), "out": a.out, "inputs": a.inputs, "concurrency": a.concurrency,

@@ -7,17 +7,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ._common import _whole
+
 __all__ = ["add_otel_options", "otel_options"]
 
 
 def _count(text: str) -> int:
-    try:
-        n = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0 (got {n})")
-    return n
+    return _whole(text, 0)
 
 
 def add_otel_options(p: argparse.ArgumentParser, *, export_flag: bool = True, phoenix: bool = False) -> None:

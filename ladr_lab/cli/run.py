@@ -1,7 +1,6 @@
 """`ladr-lab run LADDER`: run a ladder and print its rounds (or one JSON summary line)."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import textwrap
@@ -9,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, LadrError
-from ._common import _fail, _kv, _problems
+from ._common import _fail, _kv, _problems, _whole
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
 from .otel_args import add_otel_options, otel_options
 from .printer import RoundPrinter
@@ -160,10 +159,4 @@ def _knowledge(items: list[str], run_dir: str | None) -> dict:
 
 
 def _positive(text: str) -> int:
-    try:
-        n = int(text.replace(",", "").replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {n})")
-    return n
+    return _whole(text, 1)

@@ -14,7 +14,16 @@ import json
 from ..config.jsonschema import DRAFT, closed_object
 from .assertions import ALIASES
 from .checks import CHECKS
-from .file import FILTER_KEYS, KEY_TABLES, OTEL_KEYS, OUTPUT_KEYS, PHOENIX_KEYS, REJUDGE, TOP_KEYS, VARIANT_KEYS
+from .file import (
+    FILTER_KEYS,
+    KEY_TABLES,
+    OTEL_KEYS,
+    OUTPUT_KEYS,
+    PHOENIX_KEYS,
+    REJUDGE,
+    TOP_KEYS,
+    VARIANT_KEYS,
+)
 
 __all__ = ["SCHEMA_FILE", "experiment_json_schema", "to_schema_text"]
 

@@ -257,7 +257,9 @@ def evaluation_html(ev: Evaluation, max_rows: int = ROWS, *, more: Any = None) -
 # ---- pages: a run as a standalone document (`--html FILE`) ----------------------------------------------------
 
 def _anchors(exp: Experiment, max_cells: int) -> dict[tuple[str | None, str], str]:
-    return {(c.variant, c.row): f"cell-{i + 1}" for i, c in enumerate(exp.cells[:max_cells])}
+    """The grid's links: (variant, row) → the element id of its first run's part (`cell-N`, N its place in the run's
+    order, so each repeat of a cell has an id of its own)."""
+    return {(c.variant, c.row): f"cell-{i + 1}" for i, c in enumerate(exp.cells[:max_cells]) if c.repeat == 1}
 
 
 # a page's cell parts are many: their rules are the page's own (class names), not inline styles on each element
@@ -285,7 +287,8 @@ def cell_details_html(cell: Cell, out: Any, anchor: str | None = None, *, open: 
     4,000 characters) and the path of its trace when opened."""
     cell = CellResult.of(cell)
     tokens = int(cell.tokens_in or 0) + int(cell.tokens_out or 0)
-    where = f"row {cell.row}" + (f" · variant {cell.variant}" if cell.variant is not None else "")
+    where = f"row {cell.row}" + (f" · variant {cell.variant}" if cell.variant is not None else "") \
+        + (f" · run {cell.repeat}" if cell.repeat != 1 else "")
     head = concat(_page_mark(cell), " ", tag("b", where),
                   tag("span", f"  {cell.status} · {cell.llm_calls or 0} call(s), {tokens:,} tokens, "
                               f"{fmt_cost(cell.cost)}, {float(cell.seconds or 0):.2f} s"
@@ -309,8 +312,7 @@ def cell_details_html(cell: Cell, out: Any, anchor: str | None = None, *, open: 
 def cells_html(exp: Experiment, max_cells: int = PAGE_CELLS) -> Html:
     """Every cell (the first `max_cells`) as a collapsible part, in the run's order, each with the id the page's
     grid links to (`cell-1`, `cell-2`, ...)."""
-    anchors = _anchors(exp, max_cells)
-    parts = [cell_details_html(c, exp.out, anchors[(c.variant, c.row)]) for c in exp.cells[:max_cells]]
+    parts = [cell_details_html(c, exp.out, f"cell-{i + 1}") for i, c in enumerate(exp.cells[:max_cells])]
     rest = len(exp.cells) - len(parts)
     return concat(tag("h3", f"Cells ({len(exp.cells):,})", style="margin:12px 0 4px 0;font-size:1.05em"),
                   join(parts), note(f"… {rest:,} more cell(s) not shown (see results.csv)") if rest > 0 else None)

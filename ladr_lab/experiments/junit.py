@@ -6,11 +6,16 @@ every reader counts the same (JUnit's own rule is one failure per test; several 
 in Jenkins' schema, but GitLab, most GitHub Actions reporters and `xunitparser` take or count only one):
 
     <error>     the cell ended in status `error` (type: the error's class; message: the error)
-    <failure>   an assertion failed (type `assertion`; message: the first failed assertion and why, and how many
-                more), or the run ended `aborted` or `budget_exhausted` (type `status`)
+    <failure>   the cell failed (`CellResult.passed` is False; type `assertion`; message: the first failed
+                assertion that counts and why, and how many more; with a cell threshold, the weighted score under
+                it first), or the run ended `aborted` or `budget_exhausted` (type `status`)
     <skipped>   no verdict: status `unsettled` (a re-judged cell that needs a call the recording lacks), or an
-                assertion that could not be checked and none failed
-    (nothing)   completed and every assertion passed (or the cell has none)
+                assertion that could not be checked decides the cell (`passed` None)
+    (nothing)   completed and the cell passed (or it has no assertions)
+
+The verdict is the cell's own (scoring.py), so the report counts what the summary and `--pass-rate` count: an
+assertion of weight 0 is reported (`✗` in the text of a failing case) but never fails a case, and with a cell
+`threshold` a case fails when its weighted score is under it, whatever each assertion said.
 
 The result element's text lists every assertion of the cell (`✓`, `✗`, `?` with its reason) and the error;
 `<system-out>` holds the cell's output and the path of its trace. The counts of each `<testsuite>` (tests,
@@ -55,17 +60,25 @@ def _assertion_lines(cell: CellResult) -> list[str]:
 def _result(cell: CellResult) -> ET.Element | None:
     """The one result element of a cell's test case (None: it passed)."""
     lines = _assertion_lines(cell)
-    failed = [n for n in cell.asserts if cell.check(n) is False]
-    unchecked = [n for n in cell.asserts if cell.check(n) is None]
+    counts = [n for n in cell.asserts if cell.weights.get(n, 1.0) > 0]     # weight 0: reported, never failing
+    failed = [n for n in counts if cell.check(n) is False]
+    unchecked = [n for n in counts if cell.check(n) is None]
     reasons = cell.reasons()
+    verdict = cell.passed
     if cell.status == "error":
         el = ET.Element("error", type=_line(cell.error_type or "error"), message=_line(cell.error or "error"))
         body = [f"error{f' in step {cell.error_step}' if cell.error_step else ''}: {cell.error}", *lines]
-    elif failed:
-        first = failed[0] + (f": {reasons[failed[0]]}" if reasons.get(failed[0]) else "")
-        more = f" (and {len(failed) - 1} more failed assertion(s))" if len(failed) > 1 else ""
-        el = ET.Element("failure", type="assertion", message=_line(first + more))
-        body = [*(["status: " + cell.status] if cell.status != "completed" else []), *lines]
+    elif verdict is False:
+        said = []
+        if cell.threshold is not None:
+            score = cell.score
+            said.append(f"score {'—' if score is None else f'{score:.2f}'} < threshold {cell.threshold:g}")
+        if failed:
+            said.append(failed[0] + (f": {reasons[failed[0]]}" if reasons.get(failed[0]) else "")
+                        + (f" (and {len(failed) - 1} more failed assertion(s))" if len(failed) > 1 else ""))
+        el = ET.Element("failure", type="assertion", message=_line("; ".join(said) or "failed"))
+        body = [*(["status: " + cell.status] if cell.status != "completed" else []),
+                *(said[:1] if cell.threshold is not None else []), *lines]
     elif cell.status not in ("completed", UNSETTLED):          # aborted, budget_exhausted
         el = ET.Element("failure", type="status", message=_line(f"status {cell.status}"
                                                                   + (f": {cell.error}" if cell.error else "")))
@@ -73,7 +86,7 @@ def _result(cell: CellResult) -> ET.Element | None:
     elif cell.status == UNSETTLED:
         el = ET.Element("skipped", message=_line(f"unsettled: {cell.error or 'no verdict'}"))
         body = lines
-    elif unchecked:
+    elif verdict is None and unchecked:
         el = ET.Element("skipped", message=_line(f"{len(unchecked)} assertion(s) could not be checked: "
                                                  f"{unchecked[0]}: {reasons.get(unchecked[0]) or 'not checked'}"))
         body = lines

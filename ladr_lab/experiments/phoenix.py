@@ -6,8 +6,9 @@ Through Phoenix's own client (`arize-phoenix-client`, imported here only): `data
 row: its inputs, `metadata.row`), `experiments.create`, then for each cell `experiments.log_run` (its output, its
 error when its status is `error`, its start and end, and `trace_id`: the OpenTelemetry trace its run was exported as,
 which links the run to its spans) and `experiments.log_evaluation` (one per assertion: score 1 or 0, label `pass`,
-`fail` or `unchecked`, the reason as explanation; and `status`: score 1 when the cell completed, its status as the
-label). Nothing runs again: Phoenix's `run_experiment` would call a task; the cells were already run and judged, so
+`fail` or `unchecked`, the reason as explanation — a graded kind's grade as its score in a scored experiment —;
+`status`: score 1 when the cell completed, its status as the label; and in a scored experiment (weights, metrics or
+a cell threshold) `score`, the cell's weighted score labelled with its verdict, and `metric.NAME`, each metric). Nothing runs again: Phoenix's `run_experiment` would call a task; the cells were already run and judged, so
 their results are logged as they were recorded.
 
 A dataset of the same name whose examples are the same rows is reused (each upload adds experiments to it); another
@@ -137,15 +138,25 @@ def _times(out: Path, cell: CellResult) -> tuple[datetime, datetime]:
     return datetime.fromtimestamp(start, timezone.utc), datetime.fromtimestamp(end, timezone.utc)
 
 
+def _label(ok: bool | None) -> str:
+    return "unchecked" if ok is None else "pass" if ok else "fail"
+
+
 def _evaluations(cell: CellResult) -> list[dict[str, Any]]:
-    """The cell's evaluations: its status, then one per assertion."""
+    """The cell's evaluations: its status, one per assertion, and for a scored cell (weights, metrics or a cell
+    threshold) its weighted `score` (labelled with the cell's verdict) and each `metric.NAME`."""
     out: list[dict[str, Any]] = [{"name": "status", "score": 1.0 if cell.status == "completed" else 0.0,
                                   "label": cell.status, "explanation": cell.error or None}]
     for name, result in (cell.checks or {}).items():
         ok = result.passed
-        out.append({"name": name, "score": None if ok is None else 1.0 if ok else 0.0,
-                    "label": "unchecked" if ok is None else "pass" if ok else "fail",
-                    "explanation": result.reason or None})
+        score = None if ok is None else cell.scores.get(name, 1.0 if ok else 0.0)   # a graded kind: its grade
+        out.append({"name": name, "score": score, "label": _label(ok), "explanation": result.reason or None})
+    if cell.scored:
+        said = [f"threshold {cell.threshold:g}" if cell.threshold is not None else "",
+                ", ".join(f"weight {w:g}: {n}" for n, w in cell.weights.items())]
+        out.append({"name": "score", "score": cell.score, "label": _label(cell.passed),
+                    "explanation": "; ".join(x for x in said if x) or None})
+        out += [{"name": f"metric.{m}", "score": v} for m, v in cell.metrics.items()]
     return out
 
 

@@ -3,9 +3,12 @@ run is exported once its assertions are checked, its root span tagged with the e
 status and the assertion results, as attributes Phoenix and other OpenInference backends filter on:
 
 - `metadata` (OpenInference's, JSON): `{"experiment", "variant", "row", "status", "passed", "assertions": {name:
-  true | false | null}}`; in Phoenix, `metadata['variant'] == 'B'` or `metadata['passed'] == False`;
+  true | false | null}}`, and `repeat` (run 2..N of a repeated cell), `score` and `metrics` (a scored cell's
+  weighted score and named metrics) when they apply; in Phoenix, `metadata['variant'] == 'B'`,
+  `metadata['passed'] == False` or `metadata['score'] < 0.5`;
 - `tag.tags`: `experiment:NAME`, `variant:V`, `row:R`, and `passed`, `failed` or `unchecked`;
-- `ladr.experiment.name`, `.variant`, `.row`, `.status`, `.passed`, `.failed` (the failed assertions' names).
+- `ladr.experiment.name`, `.variant`, `.row`, `.status`, `.passed`, `.failed` (the failed assertions' names), and
+  `.repeat`, `.score` when they apply.
 
 The export's options travel in `CellSpec.otel` (a plain mapping: a Ray worker receives it), and a failed export is
 the cell's note `otel_error`, never its failure. docs/experiments.md, "OpenTelemetry and Phoenix".
@@ -74,7 +77,10 @@ def cell_attributes(cell: CellResult, experiment: str | None) -> dict[str, Any]:
     checks = {n: r.passed for n, r in (cell.checks or {}).items()}
     verdict = "unchecked" if passed is None else "passed" if passed else "failed"
     meta = {"experiment": experiment, "variant": cell.variant, "row": cell.row, "status": cell.status,
-            "passed": passed, "assertions": checks}
+            "passed": passed, "assertions": checks,
+            "repeat": cell.repeat if cell.repeat != 1 else None,         # run 2..N of a repeated cell
+            "score": cell.score if cell.scored else None,
+            "metrics": dict(cell.metrics) if cell.scored and cell.metrics else None}
     tags = [f"experiment:{experiment}"] if experiment else []
     tags += ([f"variant:{cell.variant}"] if cell.variant is not None else []) + [f"row:{cell.row}", verdict]
     attrs: dict[str, Any] = {"metadata": {k: v for k, v in meta.items() if v is not None or k == "passed"},
@@ -84,6 +90,10 @@ def cell_attributes(cell: CellResult, experiment: str | None) -> dict[str, Any]:
                              "ladr.experiment.failed": [n for n, ok in checks.items() if ok is False]}
     if passed is not None:
         attrs["ladr.experiment.passed"] = passed
+    if cell.repeat != 1:
+        attrs["ladr.experiment.repeat"] = cell.repeat
+    if meta["score"] is not None:
+        attrs["ladr.experiment.score"] = meta["score"]
     return attrs
 
 

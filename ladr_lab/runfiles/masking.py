@@ -116,7 +116,8 @@ _AUTH_HEADER_RE = re.compile(
 _AUTH_RE = re.compile(rf"\b(Bearer|Basic|bearer|basic|BEARER|BASIC)(\s+)(?!\[masked )({_TOKEN_CHARS}{{8,}}=*)")
 # a name (JSON/YAML key, env variable, setting) followed by ":" or "=" and a value; `_secret_name` decides
 _VALUE = r"""(\\?"(?:[^"\\\n]|\\[^"\n])*(?:\\?")?|\\?'[^'\n]*'|(?:\$\{[^}\s]*\}|[^\s,;"'}\]\\])+(?:\\[^"'][^\s,;"'}\]\\]*)*)"""
-_ASSIGN_RE = re.compile(rf"""(?<![\w.-])(\\?["']?)([A-Za-z_][\w.-]*)\1\s*[:=]\s*(?!\[masked )(?={_VALUE})""")
+# (":" or "=", and the "=>" of PHP, Ruby and Perl hashes and the ":=" of Go)
+_ASSIGN_RE = re.compile(rf"""(?<![\w.-])(\\?["']?)([A-Za-z_][\w.-]*)\1\s*(?:=>|:=|[:=](?![=>]))\s*(?!\[masked )(?={_VALUE})""")
 # a command-line flag: --password hunter2, --api-key=..., -token x
 _FLAG_RE = re.compile(rf"""(?<![\w-])--?([A-Za-z][\w-]*)(?:=|\s+)(?![-\[])(?={_VALUE})""")
 _PARTS_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
@@ -141,8 +142,12 @@ _NOT_SECRET_TAILS = frozenset((
 # a placeholder for a secret, not one: ${DB_PASSWORD}, $DB_PASSWORD, {{ vault_token }}, <your-key>, %(SECRET)s, ***
 # (quoted or not; ${NAME:-default} holds a default value and is hidden whole)
 _PLACEHOLDER_RE = re.compile(
-    r"""(\\?["']?)(?:\$\{[A-Za-z_][\w.]*\}|\$[A-Za-z_]\w*|\{\{[^{}\n]*\}\}|<[^<>\s"']+>|%\([\w.-]+\)[sd]|\*{3,})\1"""
-    r"""(?=$|[\s,;}\]\\])""")
+    r"""(\\?["']?)(?:\$\{[A-Za-z_][\w.]*\}|\$[A-Za-z_]\w*|\{\{[^{}\n]*\}\}|<[^<>\s"']+>|%\([\w.-]+\)[sd]|\*{3,}"""
+    # code that reads the value from the environment: os.environ["X"], os.getenv('X'), process.env.X, ENV.fetch("X")
+    r"""|(?:os\.environ(?:\.get)?|os\.[Gg]etenv|getenv|System\.getenv|ENV(?:\.fetch)?|env"""
+    r"""|Environment\.GetEnvironmentVariable)\s*(?:\[[^\]\n]*\]|\([^)\n]*\))"""
+    r"""|process\.env(?:\.[A-Za-z_]\w*|\[[^\]\n]*\]))\1"""
+    r"""(?=$|[\s,;})\]\\])""")
 _NOT_VALUES = frozenset(("true", "false", "null", "none", "nil", "yes", "no", '""', "''", "undefined", "{", "["))
 
 
@@ -446,9 +451,9 @@ class CredentialRedactor:
     def __init__(self, replacement: str = MASKED_SECRET) -> None:
         self.replacement = replacement
         self._scan = _scanner()
-        # v3 (issue 29): gitleaks' rules and the structural ones; the rule set's commit is in the name, so an index
-        # masked with an older rule set is built again
-        self.name = f"credentials-v3+{self._scan.rules.label}"
+        # v3 (issue 29): gitleaks' rules and the structural ones; v4: "=>" and ":=" assignments, environment lookups
+        # as placeholders. The rule set's commit is in the name, so an index masked by another masker is built again
+        self.name = f"credentials-v4+{self._scan.rules.label}"
         # a hidden value that ends a line, and the next line starting with what looks like the rest of it
         self._tail_re = re.compile(rf"(?m)({re.escape(replacement)}(?:\n|\\n))([A-Za-z0-9+/=_.-]+)(?=(\s|\\n)?(.?))")
 
@@ -477,6 +482,10 @@ class CredentialRedactor:
             spans += [m.span(group) for m in found if m is not None and (check is None or check(m))]
         if "cookie" in kinds:
             spans += _cookie_spans(view)
+        if spans and ("sha256:" in low or "md5:" in low):
+            # a fingerprint is a public hash: a rule reading "key ... SHA256:<base64>" as a setting does not hide it
+            prints = [f.span() for f in _FINGERPRINT_RE.finditer(view)]
+            spans = [(s, e) for s, e in spans if not any(a <= s and e <= b for a, b in prints)]
         if spans:
             text = _hide(text, [(back(s), back(e - 1) + 1) for s, e in spans if e > s], r)
         if "url" in kinds and "@" in text:
@@ -540,7 +549,7 @@ class CredentialRedactor:
                 last = m.lastindex or 0  # the value is the last group, the name the one before it
                 value = m.group(last)
                 if value.lower() in _NOT_VALUES or _PLACEHOLDER_RE.match(text, m.end()) \
-                        or _FINGERPRINT_RE.match(value.strip("\\\"'")):
+                        or _FINGERPRINT_RE.match(value.strip("\\\"'")) or value.startswith("="):  # a == b
                     continue
                 if _secret_name(m.group(last - 1), flag, value):
                     spans.append((m.end(), m.end() + len(value)))

@@ -173,3 +173,16 @@ def test_the_files_outputs_set_the_output_flags_not_given(here, monkeypatch):
     a.report = "given.txt"
     _over_file(a, spec)
     assert a.report == "given.txt"
+
+
+def test_outputs_in_the_files_out_folder_move_with_out(here, capsys):
+    """`ladr-lab eval e.yaml --out OTHER`: a report the file puts in its own out: folder is written in OTHER, so
+    the run elsewhere does not write over (and mislabel) the reports of the file's folder; one outside it stays."""
+    (here / "r.yaml").write_text((here / "e.yaml").read_text()
+                                 + "outputs: { html: out/report.html, junit: ci/junit.xml }\n")
+    code, doc = _eval(capsys, str(here / "r.yaml"), "--out", str(here / "other"))
+    assert doc["html"] == str(here / "other" / "report.html") and (here / "other" / "report.html").is_file()
+    assert doc["junit"] == str(here / "ci" / "junit.xml")
+    assert not (here / "out").exists()                        # nothing written in the file's own out: folder
+    code, doc = _eval(capsys, str(here / "r.yaml"))
+    assert doc["html"] == str(here / "out" / "report.html") and (here / "out" / "report.html").is_file()

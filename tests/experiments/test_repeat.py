@@ -151,3 +151,16 @@ def test_repeats_are_cases_of_their_own_in_junit_and_compare_takes_first_runs(sa
     again = _run(tmp_path, "b", sampler, repeat=2)          # replayed from the cache: the same outputs
     cmp = exp.compare(again)
     assert cmp.regressions == [] and [c for c in cmp.changes if c.change == "output"] == []
+
+
+def test_the_page_gives_each_run_of_a_cell_a_part_of_its_own(sampler, tmp_path):
+    """With `repeat=2` the `--html` page holds every run once, each under an id of its own (an id given twice makes
+    the grid's link land on whichever a browser picks), the grid links each cell to its first run, and a part says
+    which run it is."""
+    import re
+    page = _run(tmp_path, "a", sampler, repeat=2).to_page()
+    ids = re.findall(r'<details[^>]* id="(cell-\d+)"', page)
+    assert len(ids) == 4 and len(set(ids)) == 4
+    links = re.findall(r'href="#(cell-\d+)"', page)
+    assert len(links) == 2 and set(links) <= set(ids)
+    assert page.count(" · run 2") == 2

@@ -107,6 +107,27 @@ def test_each_kind_of_cell_has_one_result_element(tmp_path):
     assert error_case.result[0].text.splitlines() == ["error in step s1: boom", "✗ a: the cell ended in error"]
 
 
+def test_a_case_fails_as_its_cell_does_under_weights_and_a_threshold(tmp_path):
+    """JUnit counts what the summary and --pass-rate count: a weight-0 assertion never fails a case, and with a
+    cell threshold the weighted score decides (promptfoo's rules, scoring.py), both ways."""
+    both = {"a": (True, ""), "b": (False, "no b")}
+    cells = [_cell("report-only", checks=both, weights={"b": 0.0}, scored=True),           # b weighs 0
+             _cell("over", checks=both, weights={"b": 0.5}, threshold=0.6, scored=True),    # 1/1.5 = 0.67 >= 0.6
+             _cell("under", checks={"a": (True, ""), "g": (True, "graded 0.3", 0.3)}, scores={"g": 0.3},
+                   threshold=0.9, scored=True),                                             # 0.65 < 0.9, none failed
+             _cell("plain", checks=both)]                                                   # no scoring: b fails it
+    exp = Experiment(tmp_path, cells, ["v"])
+    assert [c.passed for c in cells] == [True, True, False, False]
+    xml = junitparser.JUnitXml.fromstring(exp.to_junit())
+    got = {c.name: [(type(r).__name__, r.message) for r in c.result] for s in xml for c in s}
+    assert got == {"report-only": [], "over": [],
+                   "under": [("Failure", "score 0.65 < threshold 0.9")],
+                   "plain": [("Failure", "b: no b")]}
+    (suite,) = xml
+    assert (suite.tests, suite.failures) == (4, 2)
+    assert exp.pass_rate() == 0.5      # the share of passing cases in the report
+
+
 def test_an_evaluation_is_one_suite_named_after_its_folder(tmp_path):
     from ladr_lab.experiments import Evaluation
     ev = Evaluation(tmp_path / "nightly", [CellResult(row="r1", status="completed", output="x", trace="traces/r1.jsonl"),

@@ -115,3 +115,63 @@ def test_the_cli_exports_each_cell_with_otel(receiver, tmp_path, monkeypatch, ca
     roots = [_attrs(s) for s in receiver.spans if not s.parent_span_id]
     assert sorted(json.loads(r["metadata"])["row"] for r in roots) == ["dedup", "hard", "rounds"]
     assert not [k for s in receiver.spans for k in _attrs(s) if k.startswith(("input.", "output."))]
+
+
+class _FakePhoenix:
+    """The few calls of Phoenix's client the upload makes, recorded (the real round trip: test_otel_phoenix.py)."""
+
+    def __init__(self):
+        self.evaluations: list[dict] = []
+        self.runs: list[dict] = []
+        outer = self
+
+        class Datasets:
+            def list(self):
+                return []
+
+            def create_dataset(self, *, name, inputs, outputs, metadata, dataset_description):
+                from types import SimpleNamespace
+                return SimpleNamespace(id="ds", name=name, version_id="v1",
+                                       examples=[{"id": f"ex-{m['row']}", "metadata": m} for m in metadata])
+
+        class Experiments:
+            def create(self, **kw):
+                return {"id": f"exp-{kw['experiment_name']}"}
+
+            def log_run(self, **kw):
+                outer.runs.append(kw)
+                return {"id": f"run-{len(outer.runs)}"}
+
+            def log_evaluation(self, **kw):
+                outer.evaluations.append(kw)
+
+        self.datasets, self.experiments = Datasets(), Experiments()
+
+
+def test_a_scored_cell_reaches_phoenix_and_its_span_with_its_score_metrics_and_run_number(tmp_path):
+    """With weights, metrics and a cell threshold, Phoenix gets what the summary and the exit code count — the
+    weighted score labelled with the cell's verdict, each metric, a graded assertion's grade — and the root span's
+    metadata says the score and which run of a repeated cell it is (issue 30: repeats and scores reach Phoenix)."""
+    pytest.importorskip("phoenix.client")
+    from ladr_lab.experiments import AssertionResult, CellResult, Experiment
+    from ladr_lab.experiments.phoenix import upload
+    from ladr_lab.experiments.telemetry import cell_attributes
+    checks = {"a": AssertionResult(True, ""), "b": AssertionResult(False, "no b"),
+              "g": AssertionResult(False, "similarity 0.30 < 0.75", 0.3)}
+    cell = CellResult(row="r1", variant="v", status="completed", output="x", repeat=2, scored=True,
+                      weights={"b": 0.5}, threshold=0.5, scores={"a": 1.0, "b": 0.0, "g": 0.3},
+                      metrics={"style": 0.3}).with_checks(checks, None)
+    assert cell.passed is True and cell.score == 0.52          # (1 + 0.5×0 + 0.3) / 2.5: over the threshold
+    fake = _FakePhoenix()
+    upload(Experiment(tmp_path, [cell], ["v"]), client=fake, url="http://127.0.0.1:1")
+    got = {e["name"]: (e.get("score"), e.get("label")) for e in fake.evaluations}
+    assert got == {"status": (1.0, "completed"), "a": (1.0, "pass"), "b": (0.0, "fail"), "g": (0.3, "fail"),
+                   "score": (0.52, "pass"), "metric.style": (0.3, None)}
+    assert fake.runs[0]["repetition_number"] == 2
+    attrs = cell_attributes(cell, "exp")
+    meta = attrs["metadata"]
+    assert (meta["repeat"], meta["score"], meta["metrics"], meta["passed"]) == (2, 0.52, {"style": 0.3}, True)
+    assert (attrs["ladr.experiment.repeat"], attrs["ladr.experiment.score"]) == (2, 0.52)
+    plain = CellResult(row="r1", variant="v", status="completed").with_checks({"a": AssertionResult(True, "")}, None)
+    assert set(cell_attributes(plain, "exp")["metadata"]) == {"experiment", "variant", "row", "status", "passed",
+                                                              "assertions"}

@@ -70,3 +70,32 @@ def test_a_masked_value_is_replaced_whole(tmp_path, line, expected):
 @pytest.mark.parametrize("line", ["cat /home/alice/.ssh/id_rsa", 'open("/etc/passwd")', "GETS /etc/passwd"])
 def test_local_paths_stay_masked(tmp_path, line):
     assert "[masked path]" in Masker.hiding_outside(tmp_path)(line)
+
+
+_FP = _FINGERPRINTS[0]
+# code that reads a secret from the environment is a placeholder; a comparison is not an assignment; a fingerprint
+# after "key" (ssh -v, deploy keys) is still a public hash, whichever rule reads "key ... SHA256:" as a setting
+CODE_AND_PROSE = [
+    'password = os.environ["DB_PASSWORD"]', "password = os.getenv('DB_PASSWORD')",
+    "db = connect(password=os.getenv('PW'))", 'token = os.environ.get("GH_TOKEN", "")',
+    "const apiKey = process.env.API_KEY;", 'password: ENV.fetch("DB_PASSWORD")', "'password' => env('DB_PASSWORD'),",
+    'String password = System.getenv("DB_PASSWORD");', 'apiKey := os.Getenv("API_KEY")',
+    "if password == confirm_password:", "if (token === undefined) return;",
+    f"ssh key fingerprint {_FP}", f"deploy key {_FP} added", f'Authenticated using "publickey" with key {_FP}',
+    f"host_key {_FP}",
+]
+
+
+@pytest.mark.parametrize("line", CODE_AND_PROSE)
+def test_environment_lookups_comparisons_and_fingerprints_are_left_alone(tmp_path, line):
+    assert Masker.hiding_outside(tmp_path)(line) == line
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("'password' => 'hunter2-Xq9',", f"'password' => {MASKED_SECRET},"),          # PHP, Ruby, Perl hashes
+    ('"password" => "hunter2-Xq9"', f'"password" => {MASKED_SECRET}'),
+    (":password => 'hunter2-Xq9'", f":password => {MASKED_SECRET}"),
+    ('password := "hunter2-Xq9"', f"password := {MASKED_SECRET}"),                # Go
+])
+def test_a_hash_rocket_or_a_go_assignment_hides_the_value_whole(tmp_path, line, expected):
+    assert Masker.hiding_outside(tmp_path)(line) == expected
