@@ -20,6 +20,7 @@ CASES = {
     "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
     "tuning": ["--rows", "20", "--repeat", "1"],
     "reports": ["--rows", "20", "--reps", "1"],
+    "streaming": ["--quick", "--no-local"],
 }
 
 

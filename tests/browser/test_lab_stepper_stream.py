@@ -81,6 +81,10 @@ def test_stop_cancels_the_call_as_it_writes_and_step_sends_it_again(lab):
     timings["first words shown"] = time.monotonic() - t
     live.scroll_into_view_if_needed()
     stepper.screenshot(path=str(shots / "stream_writing.png"))
+    # the buttons and the growing text in one view: Stop enabled, Step disabled while the call runs
+    stop.evaluate("b => b.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)       # the windowed notebook paints what scrolled in a frame later
+    page.screenshot(path=str(shots / "stream_writing_page.png"))
     shown = live.locator(".ladr-live-pre").inner_text()
     # Stop while it writes: the kernel hears the click, the call is cancelled and kept pending
     t = time.monotonic()

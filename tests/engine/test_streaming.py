@@ -244,3 +244,16 @@ def test_stream_delay_is_checked():
 def test_completion_speeds_default_to_unknown():
     c = Completion("x")
     assert (c.ttft, c.prompt_tps, c.gen_tps) == (None, None, None)
+
+
+def test_a_call_waiting_for_its_rate_limit_stops_waiting_when_cancelled():
+    """A watched call held by the rate limiter (models/limited.py) is cancelled while it waits, without waiting out
+    its turn (the limiter here grants one call an hour: a wait that did not stop would hang the test)."""
+    from ladr_lab.models.limited import LimitedModel, RateLimiter
+
+    model = LimitedModel(ScriptedModel(["a", "b"]), RateLimiter("1/h"), "openai")
+    assert model.complete([], call=CallInfo(step="s")).text == "a"        # the hour's one token
+    stream = TokenStream(CallInfo(step="s"))
+    threading.Timer(0.2, stream.cancel).start()
+    with pytest.raises(CallCancelled):
+        model.complete([], call=CallInfo(step="s", stream=stream))
