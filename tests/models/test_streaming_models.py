@@ -191,3 +191,29 @@ def test_a_mock_response_streams_with_litellm():
     model = get_model("openai/gpt-4o-mini", options={"mock_response": ANSWER})
     info, stream = _watched()
     assert model.complete(MSGS, call=info).text == ANSWER == stream.text and stream.pieces > 1
+
+
+def test_a_cancelled_call_made_again_is_cached_as_the_first_occurrence(base, tmp_path):
+    """The response cache counts identical requests of a run (occurrence 1, 2, ...): a call stopped and made again is
+    still occurrence 1, so the next run's same request is answered from the cache."""
+    opts = {"api_base": base, "api_key": "x"}
+    model = get_model("openai/m", options=opts, cache=tmp_path / "cache")
+    info, stream = _watched()
+
+    class Stop:
+        def started(self, s):
+            pass
+
+        def wrote(self, s, text):
+            s.cancel()
+
+        def ended(self, s):
+            pass
+    stream.watchers.append(Stop())
+    with pytest.raises(CallCancelled):
+        model.complete(MSGS, call=info)
+    assert model.complete(MSGS, call=_watched()[0]).text == ANSWER          # made again, in full: stored
+    asked = len(Fake.bodies)
+    again = get_model("openai/m", options=opts, cache=tmp_path / "cache")   # the next run
+    out = again.complete(MSGS, call=CallInfo(step="s"))
+    assert out.provenance == "cached" and out.text == ANSWER and len(Fake.bodies) == asked
