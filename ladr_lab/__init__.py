@@ -32,6 +32,7 @@ from .cost import cost_report
 from .engine import CallRequest, Run, RunResult, run_ladder
 from .errors import (
     BudgetExhausted,
+    CallCancelled,
     ConfigError,
     ConfigErrors,
     LadrError,
@@ -88,6 +89,7 @@ def load_ipython_extension(ipython) -> None:
 
 __all__ = [
     "BudgetExhausted",
+    "CallCancelled",
     "CallInfo",
     "CallRequest",
     "Completion",

@@ -10,6 +10,7 @@
     │   └── PathRefused                      a path would leave the slate folder, or is hidden
     ├── TraceError                           a trace file cannot be read (missing, not JSONL)
     ├── ModelError                           a model could not answer
+    │   ├── CallCancelled                    a model call was stopped while it ran (`Run.cancel()`, a Stop button)
     │   ├── ScriptExhausted                  a scripted model ran out of outputs for a key
     │   ├── ReplayDivergence [models/replay.py]      a replayed run stopped matching its recording
     │   └── WeightsError [models/local/weights.py]   packaged model weights are missing, torn or not the pinned ones
@@ -175,6 +176,15 @@ class ModelError(LadrError):
     call: Any = None
 
 
+class CallCancelled(ModelError):
+    """A model call was stopped while it ran (`Run.cancel()`, the Stepper's Stop): the run records it as a cancelled
+    `llm_error` and keeps the call pending, so the next `step()` makes it again. `partial` is the text the model had
+    written when it stopped, `latency` the seconds it ran."""
+
+    partial: str = ""
+    latency: float | None = None
+
+
 class ScriptExhausted(ModelError):
     """A scripted model has no more outputs for the key it was asked under."""
 
@@ -222,7 +232,7 @@ class SourceResolutionError(RunError):
 
 
 __all__ = [
-    "BudgetExhausted", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
+    "BudgetExhausted", "CallCancelled", "ConfigError", "ConfigErrors", "LadrError", "ModelError", "NodeDependencyError",
     "PathRefused", "RunArgumentError", "RunError", "ScriptExhausted", "SlateError", "SourceResolutionError",
     "TraceError", "UsageError", "short_repr", "short_text",
 ]

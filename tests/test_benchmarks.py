@@ -21,6 +21,7 @@ CASES = {
     "server_bounds": ["--docs", "200", "--clients", "2", "--pings", "2", "--reps", "1"],
     "tuning": ["--rows", "20", "--repeat", "1"],
     "reports": ["--rows", "20", "--reps", "1"],
+    "streaming": ["--quick", "--no-local"],
 }
 
 

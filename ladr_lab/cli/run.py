@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError, LadrError
 from ._common import _fail, _kv, _problems, _whole
+from .live import LiveCalls
 from .model_args import add_cache_options, add_model_options, cache_arg, model_options
 from .otel_args import add_otel_options, otel_options
 from .printer import RoundPrinter
@@ -63,10 +64,12 @@ def cmd_run(a) -> int:
         if (exporting := otel_options(a)) is not None:
             from ..otel import OtelExport
             otel = OtelExport(**exporting)
+        # on a terminal the calls stream as they are made (`--no-stream` to turn it off); never into --json's line
+        live = LiveCalls(sys.stdout) if not a.json and a.stream and _terminal(sys.stdout) else None
         run = Run(ladder, model=model, input=a.input, inputs=inputs, slates=slates, trace_out=a.trace_out,
-                  run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout),
+                  run_dir=a.run_dir, tracer=None if a.json else RoundPrinter(sys.stdout, live=live),
                   max_fetch_chars=a.max_fetch_chars, max_round_chars=a.max_round_chars, knowledge=knowledge,
-                  model_options=options, otel=otel, cache=cache_arg(a))
+                  model_options=options, otel=otel, cache=cache_arg(a), watch=live)
         check = getattr(run.model, "check", None)
         if callable(check):     # a missing API key or unknown model: said now, not after litellm's retries
             check()
@@ -77,6 +80,8 @@ def cmd_run(a) -> int:
     try:
         res = run.run()
     finally:
+        if live is not None:
+            live.close()
         for sources in knowledge.values():
             for source in sources:
                 source.close()
@@ -126,6 +131,9 @@ def add_parser(sub) -> None:
     r.add_argument("--max-round-chars", type=_positive, metavar="N",
                    help="bound one round's retrieved block to N characters (default 200,000)")
     r.add_argument("--json", action="store_true", help="print one JSON summary line")
+    r.add_argument("--no-stream", dest="stream", action="store_false",
+                   help="on a terminal, do not show the model's text as it writes (streaming is only ever shown on a "
+                        "terminal, never with --json or into a pipe)")
     add_model_options(r)
     add_cache_options(r)
     add_otel_options(r)
@@ -156,6 +164,14 @@ def _knowledge(items: list[str], run_dir: str | None) -> dict:
             Path(folder).mkdir(parents=True, exist_ok=True)   # the run is about to write there
         out.setdefault(step, []).append(RunFileSource(folder, **kw))
     return out
+
+
+def _terminal(out) -> bool:
+    """Whether `out` is a terminal (where a live region can be drawn and erased)."""
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _positive(text: str) -> int:

@@ -85,7 +85,9 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
                        model=comp.model or getattr(x.model_for(step), "name", ""), tokens_in=comp.tokens_in,
                        tokens_out=comp.tokens_out, cost=comp.cost, latency=round(comp.latency, 6),
                        provenance=comp.provenance, sections=sections, constrained=comp.constrained,
-                       finish_reason=comp.finish_reason, invocation_parameters=comp.invocation_parameters)
+                       finish_reason=comp.finish_reason, invocation_parameters=comp.invocation_parameters,
+                       ttft=_rounded(comp.ttft, 4), prompt_tps=_rounded(comp.prompt_tps, 1),
+                       gen_tps=_rounded(comp.gen_tps, 2))
         if r is None:
             x.emit(call)
             break
@@ -120,6 +122,11 @@ def run_node(x: Executor, step: Step, node: int, own: StepResult) -> CallGen[Nod
         x.emit(replace(call, request_match="retrieval", reason=verdict.reason, request=verdict.request,
                        top_k=verdict.top_k, fetched=tuple(e.fetched for e in entries if e.recorded), verdict=verdict.judgement))
     return finish_node(x, step, ctx, comp.text)
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    """A measured speed or time as the trace keeps it (None when it was not measured)."""
+    return None if value is None else round(float(value), digits)
 
 
 def finish_node(x: Executor, step: Step, ctx: NodeCtx, output: str) -> NodeOutcome:

@@ -6,10 +6,17 @@ calls it needs and receives their completions. So `Run.step()` advances exactly 
 parallel nodes in flight at once (threads; a slow model does not serialize nodes). All bookkeeping
 (prompts, fetches, gates, writes, trace events) happens on the caller's thread, in one place, so the
 trace is the same whichever way the run is driven.
+
+Watching and stopping a call (models/stream.py): with watchers (`Run(watch=...)`, `run.watchers`), each call gets a
+`TokenStream` in its `CallInfo`, which a streaming model writes its text to as it comes; the watchers see it grow.
+`cancel()` (from another thread: a Stop button) stops the calls in flight: each is recorded as an `llm_error` event
+with `cancelled: true` and the text written so far (`partial`), and stays pending, so the next `step()` makes the
+same call again; `run()` and `run_step()` return at once, the run still going.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 import traceback
 import uuid
@@ -24,6 +31,7 @@ from ..config.model import Ladder
 from ..display import Displayable
 from ..errors import (
     BudgetExhausted,
+    CallCancelled,
     LadrError,
     ModelError,
     NodeDependencyError,
@@ -32,10 +40,10 @@ from ..errors import (
     SourceResolutionError,
     short_repr,
 )
-from ..models import Completion, Model, Recording, get_model
+from ..models import CallWatcher, Completion, Model, Recording, TokenStream, get_model
 from ..models.cache import resolve_cache
 from ..slate import SlateStore
-from ..trace import Events, InternalFailure, LlmCall, RunEnd, RunStart, StepStart, Trace
+from ..trace import Events, InternalFailure, LlmCall, LlmCallFailed, RunEnd, RunStart, StepStart, Trace
 from .calls import CallGen, CallRequest
 from .executor import Executor, Ledger
 from .knowledge import KnowledgeSource
@@ -109,7 +117,9 @@ class Run(Displayable):
     that does not take one refuses it at once. A step's own `model:` is made without them. `otel=True` (or an
     `otel.OtelExport`) exports the run as OpenTelemetry spans when it ends (docs/otel.md; the `otel` extra).
     `cache` is the response cache of live models' answers (models/cache.py): True (the default) the per-user one,
-    a folder, a `ResponseCache`, or False for none; a cached answer is marked `cached` in the trace."""
+    a folder, a `ResponseCache`, or False for none; a cached answer is marked `cached` in the trace. `watch` (a
+    `CallWatcher` or several; `watchers` holds them) follows each model call's text as it is generated (a model that
+    can stream writes it as it comes; another, all at once when it returns); `cancel()` stops the calls in flight."""
 
     def __init__(self, ladder: Ladder | str | Path, *, model: str | Model | None = None, input: str | None = None,
                  inputs: dict | None = None, slates: Mapping[str, str | Path] | None = None,
@@ -117,7 +127,8 @@ class Run(Displayable):
                  run_dir: str | Path | None = None, tracer=None, max_workers: int | None = None,
                  max_fetch_chars: int | None = None, max_round_chars: int | None = None,
                  knowledge: Mapping[str, Sequence[KnowledgeSource]] | None = None,
-                 model_options: Mapping[str, Any] | None = None, otel: Any = False, cache: Any = True) -> None:
+                 model_options: Mapping[str, Any] | None = None, otel: Any = False, cache: Any = True,
+                 watch: CallWatcher | Iterable[CallWatcher] | None = None) -> None:
         defaults = Limits()
         self.limits = Limits(entry_chars=_bound("max_fetch_chars", max_fetch_chars, defaults.entry_chars),
                              round_chars=_bound("max_round_chars", max_round_chars, defaults.round_chars))
@@ -171,6 +182,11 @@ class Run(Displayable):
         self._pending: list[CallRequest] = []
         self._started = False
         self.stopped_before: str | None = None     # the breakpoint step `run(stop_before=...)` stopped at
+        self.watchers: list[CallWatcher] = [] if watch is None else \
+            [watch] if isinstance(watch, CallWatcher) else list(watch)
+        self._inflight: dict[int, TokenStream] = {}        # request id -> its stream, while the call runs
+        self._inflight_lock = threading.Lock()
+        self._stopping = False                              # cancel() asked run()/run_step() to return
 
     # ---- setup -----------------------------------------------------------------------------------------
     def _bind_slates(self, overrides: Mapping[str, str | Path]) -> None:
@@ -204,6 +220,11 @@ class Run(Displayable):
 
         With `output`, the chosen call is answered by that text instead of the model (a fork): it is judged
         and delivered like a model output, and the trace marks it `provenance: "edited"`."""
+        self._stopping = False
+        return self._step(output, call=call, node=node)
+
+    def _step(self, output: str | None = None, *, call: CallRequest | None = None, node: int | None = None) -> Events:
+        """`step()`, without clearing a `cancel()` that came before it (run() and run_step() step through this)."""
         mark = len(self.trace.events)
         self.stopped_before = None
         self._start()
@@ -217,7 +238,7 @@ class Run(Displayable):
             if req not in self._pending:
                 raise RunError(f"call #{req.id} ({req.step} node {req.node} round {req.round}) is not pending")
             if output is None:
-                self._deliver(req, self._execute(req))
+                self._answer(req, self._execute(req))
             else:
                 text = str(output)
                 self._deliver(req, Completion.of_text(text, req.messages, model="edited", provenance="edited"))
@@ -238,10 +259,12 @@ class Run(Displayable):
         """Advance until the step now executing has ended; return the events produced (they end with the
         next step's `step_start` when the run goes on, since the run then waits at that step's first call)."""
         mark = len(self.trace.events)
+        self._stopping = False
         self._start()
         while not self.done:
-            self.step()
-            if any(e.type in ("step_end", "run_end") and e.depth == self.depth for e in self.trace.events[mark:]):
+            self._step()
+            if self._stopping or any(e.type in ("step_end", "run_end") and e.depth == self.depth
+                                     for e in self.trace.events[mark:]):
                 break
         return Events(self.trace.events[mark:])
 
@@ -255,15 +278,16 @@ class Run(Displayable):
         stops = {stop_before} if isinstance(stop_before, str) else set(stop_before)
         mark = len(self.trace.events)
         self.stopped_before = None
+        self._stopping = False
         self._start()
         if self._stop(stops, mark):
             return self.result
         workers = self.max_workers or max(1, int(getattr(self.model, "max_concurrency", 1) or 1))
         if workers <= 1:
-            while not self.done:
+            while not self.done and not self._stopping:
                 seen = len(self.trace.events)
-                self.step()
-                if self._stop(stops, seen):
+                self._step()
+                if self._stopping or self._stop(stops, seen):
                     break
             return self.result
         inflight: dict[int, Future] = {}
@@ -271,7 +295,7 @@ class Run(Displayable):
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ladr-node") as pool:
             while not self.done:
                 for req in self._pending:
-                    if req.id not in inflight and not stopping:
+                    if req.id not in inflight and not stopping and not self._stopping:
                         inflight[req.id] = pool.submit(self._execute, req)
                 if not inflight:
                     break
@@ -281,11 +305,29 @@ class Run(Displayable):
                     pending = next((r for r in self._pending if r.id == rid), None)
                     if pending is not None and not self.done:
                         seen = len(self.trace.events)
-                        self._deliver(pending, fut.result())
+                        self._answer(pending, fut.result())
                         # a step starts when no call is in flight (a group's steps start together), so a
                         # breakpoint stops here exactly where stepping one call at a time would
-                        stopping = self._stop(stops, seen) or stopping
+                        stopping = self._stopping or self._stop(stops, seen) or stopping
         return self.result
+
+    def cancel(self) -> int:
+        """Stop the model calls in flight (from another thread: the Stepper's Stop): each is recorded as a cancelled
+        `llm_error` and stays pending, and `run()`/`run_step()` return once it has stopped, the run still going (the
+        next `step()` makes the same call again). A model that streams stops at its next piece of text; one that does
+        not is stopped when it returns (its answer is dropped). Returns how many calls were in flight."""
+        self._stopping = True
+        with self._inflight_lock:
+            streams = list(self._inflight.values())
+        for s in streams:
+            s.cancel()
+        return len(streams)
+
+    @property
+    def in_flight(self) -> list[TokenStream]:
+        """The streams of the calls being made now (oldest first)."""
+        with self._inflight_lock:
+            return [self._inflight[k] for k in sorted(self._inflight)]
 
     def _stop(self, stops: set[str], mark: int) -> bool:
         """Whether a breakpoint step started among the events since `mark` (the run still going): if so,
@@ -395,6 +437,20 @@ class Run(Displayable):
     def _deliver(self, req: CallRequest, comp: Completion | BaseException) -> None:
         self._advance((req.id, comp))
 
+    def _answer(self, req: CallRequest, result: Completion | BaseException) -> None:
+        """Deliver a call's result to its node; a cancelled call is recorded and stays pending instead."""
+        if not isinstance(result, CallCancelled):
+            self._deliver(req, result)
+            return
+        self._stopping = True
+        info = req.info
+        event = LlmCallFailed(step=info.step, node=info.node, round=info.round, messages=req.messages,
+                              error=f"{type(result).__name__}: {result}", cancelled=True, partial=result.partial,
+                              iteration=info.iteration, latency=result.latency)
+        if info.depth:
+            event = dataclasses.replace(event, depth=info.depth, caller=info.caller)
+        self.trace.emit(event)
+
     def _execute(self, req: CallRequest) -> Completion | BaseException:
         """Make one model call (inside its round's span when the run is exported: docs/otel.md); errors are returned,
         not raised, so they surface inside the node."""
@@ -403,23 +459,43 @@ class Run(Displayable):
                 return self._call(req)
         return self._call(req)
 
-    @staticmethod
-    def _call(req: CallRequest) -> Completion | BaseException:
+    def _call(self, req: CallRequest) -> Completion | BaseException:
+        """One model call. With watchers, the call streams to them (models/stream.py); a cancelled call returns
+        CallCancelled, whatever the model did."""
         t0 = time.perf_counter()
+        name = getattr(req.model, "name", "?")
+        stream = TokenStream(req.info, self.watchers, model=name)
+        info = dataclasses.replace(req.info, stream=stream) if self.watchers else req.info
+        with self._inflight_lock:
+            self._inflight[req.id] = stream
+        if self._stopping:            # cancel() came between the run's check and this call: it stops this one too
+            stream.cancel()
+        result: Completion | BaseException
         try:
-            comp = req.model.complete(req.messages, call=req.info)
+            stream.start()
+            comp = req.model.complete(req.messages, call=info)
             if isinstance(comp, str):
                 comp = Completion(text=comp)
             if not comp.latency:
                 comp = dataclasses.replace(comp, latency=time.perf_counter() - t0)
-            return comp
+            result = _timed(comp, stream) if self.watchers else comp
         except LadrError as exc:
-            return exc
+            result = exc
         except Exception as exc:  # a model's own failure becomes a ModelError naming the model
-            err = ModelError(f"model {getattr(req.model, 'name', '?')} failed: {type(exc).__name__}: {exc}")
+            err = ModelError(f"model {name} failed: {type(exc).__name__}: {exc}")
             err.__cause__ = exc
             err.call = req.info
-            return err
+            result = err
+        finally:
+            with self._inflight_lock:
+                self._inflight.pop(req.id, None)
+        if stream.cancelled:          # stopped: whatever came back (an answer, an error its closed socket made)
+            result = _cancelled(stream, result, time.perf_counter() - t0)
+        elif isinstance(result, Completion) and self.watchers and not stream.text and result.text:
+            stream.whole = True           # a model that does not stream: its whole answer at once
+            stream.write(result.text)
+        stream.end(result)
+        return result
 
     def _top(self) -> CallGen[None]:
         """The whole run; never raises: every ending becomes a status and a run_end event."""
@@ -456,6 +532,32 @@ class Run(Displayable):
             self.error_step = getattr(getattr(exc, "call", None), "step", None)
         if status != "error":
             self.output = "\n\n".join(self.state.previous.survivors) if self.state.previous else ""
+
+
+def _timed(comp: Completion, stream: TokenStream) -> Completion:
+    """The completion with what the stream measured, where the model said nothing: seconds to the first token, and
+    tokens generated per second after it. Prompt speed is left to models that measure it (llama.cpp's counters, its
+    server's `timings`): seen from here, a remote model's time to first token is mostly the network and its queue."""
+    ttft = comp.ttft if comp.ttft is not None else stream.ttft
+    gen_tps = comp.gen_tps
+    if gen_tps is None and stream.first_at is not None and stream.last_at is not None:
+        span = stream.last_at - stream.first_at
+        if comp.tokens_out > 1 and stream.pieces > 1 and span > 0:
+            gen_tps = (comp.tokens_out - 1) / span
+    if (ttft, gen_tps) == (comp.ttft, comp.gen_tps):
+        return comp
+    return dataclasses.replace(comp, ttft=ttft, gen_tps=gen_tps)
+
+
+def _cancelled(stream: TokenStream, result: Completion | BaseException, latency: float) -> CallCancelled:
+    """The CallCancelled a stopped call ends as, carrying the text written before it stopped (`partial`)."""
+    exc = result if isinstance(result, CallCancelled) else CallCancelled(stream.stopped_message())
+    if not isinstance(result, CallCancelled) and isinstance(result, BaseException):
+        exc.__cause__ = result
+    exc.partial = stream.text
+    exc.latency = round(latency, 6)
+    exc.call = stream.info
+    return exc
 
 
 def run_ladder(ladder: Ladder, **kwargs) -> Run:

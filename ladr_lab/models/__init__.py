@@ -10,6 +10,7 @@
 - get_model — name → Model; warm_up — import what named models will need (a Ray worker, before its first cell)
 - ResponseCache, CachedModel — the response cache of live models' answers across runs (models/cache.py)
 - Recording — the optional protocol of a model that answers from a recorded run (ReplayModel is one)
+- TokenStream, CallWatcher — a call's text as it is generated, its watchers, and how a call is cancelled
 """
 from .base import CallInfo, Completion, Model, Recording, estimate_tokens
 from .cache import CachedModel, ResponseCache
@@ -23,10 +24,12 @@ from .openai_compat import OpenAICompatModel
 from .registry import get_model, warm_up
 from .replay import ReplayDivergence, ReplayModel
 from .scripted import ScriptedModel
+from .stream import CallWatcher, TokenStream
 
 __all__ = [
     "CachedModel",
     "CallInfo",
+    "CallWatcher",
     "Completion",
     "LiteLLMEmbedder",
     "LiteLLMModel",
@@ -40,6 +43,7 @@ __all__ = [
     "ReplayModel",
     "ResponseCache",
     "ScriptedModel",
+    "TokenStream",
     "WeightsError",
     "estimate_tokens",
     "get_model",

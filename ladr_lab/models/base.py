@@ -6,7 +6,10 @@ value object, `CallInfo` (as httpx hands a transport one `Request`): who asks (s
 loop iteration, recursion depth and the `call` steps above), and what the runtime will do with the
 answer (the step's requestMatch, the schema or string a gate or write will test). A model reads what
 it needs and ignores the rest, so new fields never break old models. `CallInfo.hints()` gives the
-same facts as the plain keyword dict of earlier versions (the scripted model's callables get it).
+same facts as the plain keyword dict of earlier versions (the scripted model's callables get it). When someone
+watches the call (a terminal printout, the Stepper), `CallInfo.stream` is a `TokenStream` a model may write its text
+to as it is generated and learn there that the call was cancelled (models/stream.py); a model that does not look
+at it answers as before.
 
 A model may also be a `Recording` (an optional protocol, `ReplayModel` is one): it answers from a recorded
 run, and the engine asks it for the recorded inputs and where the run stopped matching the recording.
@@ -15,7 +18,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .stream import TokenStream
 
 __all__ = ["CallInfo", "Completion", "Model", "Recording", "WrappedModel", "estimate_message_tokens", "estimate_tokens",
            "system_text", "user_text"]
@@ -40,6 +46,12 @@ class Completion:
     # what the call sent besides the messages (the model and its options, credentials left out), as OpenInference's
     # `llm.invocation_parameters` records it
     invocation_parameters: dict[str, Any] | None = field(default=None, compare=False)
+    # how fast it went, where measured (models/stream.py): seconds to the first token of a streamed call, prompt tokens
+    # read per second (llama.cpp's own timing of the tokens it evaluated, or its server's `timings`) and tokens
+    # generated per second
+    ttft: float | None = None
+    prompt_tps: float | None = None
+    gen_tps: float | None = None
 
     @classmethod
     def of_text(cls, text: str, messages: list[dict], *, model: str = "", provenance: str = "live") -> Completion:
@@ -64,6 +76,9 @@ class CallInfo:
     retrieve_as: str | None = None           # the retrieved-documents field name, e.g. "RetrievedDocuments"
     output_schema: dict | None = field(default=None, compare=False)   # slateWrite.match or if.jsonMatches
     equals: str | None = None                # the string an `if: {equals: ...}` gate compares the output to
+    # where a model that can stream writes the text as it comes, and how it learns the call was cancelled
+    # (models/stream.py); None when nobody watches the call: the model answers as it always did
+    stream: TokenStream | None = field(default=None, compare=False, repr=False)
 
     def hints(self) -> dict:
         """The same facts as a plain keyword dict (the scripted model's callables receive it)."""

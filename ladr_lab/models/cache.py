@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cachedir import cache_root
-from ..errors import ModelError
+from ..errors import CallCancelled, ModelError
 from .base import CallInfo, Completion, WrappedModel
 
 __all__ = ["CACHE_FILE", "KEY_VERSION", "RESPONSE_CACHE_ENV", "CachedModel", "ResponseCache", "cache_key",
@@ -287,7 +287,12 @@ class CachedModel(WrappedModel):
             with self._lock:
                 self.cache_stats.hits += 1
             return replace(hit, provenance="cached", cost=0.0, latency=round(time.perf_counter() - start, 6))
-        comp = self.model.complete(messages, call)
+        try:
+            comp = self.model.complete(messages, call)
+        except CallCancelled:
+            with self._lock:          # not answered: the call made again is this occurrence again, not the next
+                self._seen[base] -= 1
+            raise
         if comp.provenance == "live" and (comp.text or "").strip():     # an empty answer is a glitch, not an answer
             self.cache.put(key, comp)
             with self._lock:

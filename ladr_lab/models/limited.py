@@ -99,6 +99,11 @@ class LimitedModel(WrappedModel):
         self.key = key
 
     def complete(self, messages: list[dict], call: CallInfo | None = None) -> Completion:
-        """Wait for a token, then answer through the wrapped model."""
-        self.limiter.acquire(self.key)
+        """Wait for a token, then answer through the wrapped model (a watched call that is cancelled while it waits
+        stops waiting at once: models/stream.py)."""
+        stream = call.stream if call is not None else None
+        if stream is None:
+            self.limiter.acquire(self.key)
+        else:
+            stream.sleep(self.limiter.delay(self.key))
         return self.model.complete(messages, call)

@@ -11,6 +11,11 @@ OpenAI-compatible server reads; `grammar="GBNF"` sends one fixed grammar the sam
 litellm prints to stdout on its own (`Provider List: https://docs.litellm.ai/docs/providers` around calls to an
 OpenAI-compatible server whose answers name a model it does not know): `litellm.suppress_debug_info` is set on
 import, so a run's round printout stays readable.
+
+A watched call (`CallInfo.stream`, models/stream.py) is made with `stream=True` and `stream_options:
+{"include_usage": true}`: each chunk's text is written to the stream as it comes, the answer is the chunks'
+concatenation, and its tokens and cost are read from the response litellm builds from the chunks
+(`stream_chunk_builder`). A cancel is seen between chunks (the stream is then closed, and with it the connection).
 """
 from __future__ import annotations
 
@@ -21,10 +26,11 @@ import os
 import threading
 import time
 
-from ..errors import ModelError
+from ..errors import CallCancelled, ModelError
 from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
 from .keys import key_problem
 from .options import validate_option_values
+from .stream import TokenStream
 
 __all__ = ["LiteLLMModel", "import_litellm", "no_stray_event_loop"]
 
@@ -62,6 +68,33 @@ def no_stray_event_loop():
         if after is not None and after is not before and not after.is_running():
             after.close()
             asyncio.set_event_loop(before)
+
+
+def _streamed(litellm, name: str, messages: list[dict], params: dict, stream: TokenStream) -> tuple:
+    """`litellm.completion(..., stream=True)` read chunk by chunk, each chunk's text written to `stream` (checked for a
+    cancel between chunks: the stream is then closed, which closes its connection); returns the response litellm
+    builds from the chunks (`stream_chunk_builder`: usage, for the cost) and the text, the chunks' concatenation."""
+    chunks = []
+    parts: list[str] = []
+    options = {"include_usage": True, **(params.get("stream_options") or {})}
+    resp = litellm.completion(model=name, messages=messages, **{**params, "stream": True, "stream_options": options})
+    try:
+        for chunk in resp:
+            stream.check()
+            chunks.append(chunk)
+            choices = _get(chunk, "choices") or []
+            piece = _get(_get(choices[0], "delta"), "content") if choices else None
+            if piece:
+                parts.append(piece)
+                stream.write(piece)
+        stream.check()
+    finally:
+        close = getattr(resp, "close", None)
+        if callable(close) and stream.cancelled:
+            with contextlib.suppress(Exception):
+                close()
+    built = litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None
+    return built, "".join(parts)
 
 
 def _get(obj, key, default=None):
@@ -126,16 +159,24 @@ class LiteLLMModel:
         self.check()  # before litellm's retries, so a missing key is said at once
         litellm = import_litellm()
         params, constrained = self._params_for(call)
+        stream = call.stream if call is not None else None
         start = time.perf_counter()
+        streamed: str | None = None
         try:
             with no_stray_event_loop():
-                resp = litellm.completion(model=self.name, messages=messages, **params)
+                if stream is None:
+                    resp = litellm.completion(model=self.name, messages=messages, **params)
+                else:
+                    resp, streamed = _streamed(litellm, self.name, messages, params, stream)
+        except CallCancelled:
+            raise
         except Exception as exc:
             raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
         latency = time.perf_counter() - start
         try:
-            text = _get(_get(resp.choices[0], "message"), "content") or ""
-            finish = _get(resp.choices[0], "finish_reason")
+            text = streamed if streamed is not None else _get(_get(resp.choices[0], "message"), "content") or ""
+            choices = _get(resp, "choices") or []
+            finish = _get(choices[0], "finish_reason") if choices else None
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
             raise ModelError(f'model "{self.name}" returned no choices') from exc
         usage = _get(resp, "usage")

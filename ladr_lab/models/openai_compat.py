@@ -17,6 +17,12 @@ default 600, litellm's), `extra_headers`, `extra_body` (merged into the body), `
 a body field (`temperature`, `seed`, `max_tokens`, `stop`, `response_format`, ...). Cost is priced from the cost map
 litellm ships (`model_prices_and_context_window_backup.json`, read as JSON without importing litellm) by the model's
 name; a model it does not price costs 0, as with litellm. Connections are kept alive, one per thread and server.
+
+A watched call (`CallInfo.stream`, models/stream.py) is streamed: the body asks `"stream": true` with
+`stream_options: {"include_usage": true}`, the server's server-sent events are read as they come (each `data:` chunk's
+`choices[0].delta.content` written to the stream) until `data: [DONE]`, and the answer is their concatenation, its
+tokens the final chunk's `usage` (estimated when the server sends none). A cancel shuts the socket down, so a read
+waiting on the server returns at once, and the connection is dropped (a half-read answer cannot be reused).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import json
 import os
 import threading
 import time
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +39,7 @@ from ..errors import ModelError
 from .base import CallInfo, Completion, estimate_message_tokens, estimate_tokens
 from .keys import key_problem
 from .litellm_model import LiteLLMModel
+from .stream import TokenStream
 
 __all__ = ["OpenAICompatModel", "price_of"]
 
@@ -110,9 +118,13 @@ class OpenAICompatModel(LiteLLMModel):
         body: dict[str, Any] = {k: v for k, v in params.items() if k not in _TRANSPORT and k not in _LITELLM_ONLY}
         body.update({"model": self.name.split("/", 1)[1], "messages": messages})
         body.update(params.get("extra_body") or {})
+        stream = call.stream if call is not None else None
+        if stream is not None:
+            body["stream"] = True
+            body.setdefault("stream_options", {"include_usage": True})
         start = time.perf_counter()
         try:
-            resp = self._post(json.dumps(body).encode("utf-8"), params)
+            resp = self._post(json.dumps(body).encode("utf-8"), params, stream)
         except ModelError:
             raise
         except Exception as exc:
@@ -132,9 +144,14 @@ class OpenAICompatModel(LiteLLMModel):
                 float(params.get("output_cost_per_token") or 0.0) * tokens_out
         else:
             cost = price_of(self.name, tokens_in, tokens_out)
+        # llama.cpp's server says how fast it read the prompt and generated (`timings`), streamed or not
+        raw_timings = resp.get("timings")
+        timings: dict = raw_timings if isinstance(raw_timings, dict) else {}
         return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost, latency=latency, model=self.name,
                           constrained=constrained, finish_reason=str(finish) if finish else None,
-                          invocation_parameters=self.invocation_parameters(params))
+                          invocation_parameters=self.invocation_parameters(params),
+                          prompt_tps=_number(timings.get("prompt_per_second")),
+                          gen_tps=_number(timings.get("predicted_per_second")))
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
@@ -147,8 +164,9 @@ class OpenAICompatModel(LiteLLMModel):
                 self._conns.append(conn)
         return conn
 
-    def _post(self, payload: bytes, params: dict) -> dict:
-        """The server's JSON answer, retried on a dropped connection and the status codes the OpenAI client retries."""
+    def _post(self, payload: bytes, params: dict, stream: TokenStream | None = None) -> dict:
+        """The server's JSON answer, retried on a dropped connection and the status codes the OpenAI client retries;
+        with a `stream`, the server's events read as they come, and the answer they add up to."""
         timeout = float(params.get("timeout") or 600.0)
         retries = int(params.get("max_retries", params.get("num_retries", 2)) or 0)
         headers = {"Content-Type": "application/json", "Accept": "application/json",
@@ -157,18 +175,30 @@ class OpenAICompatModel(LiteLLMModel):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         path = (self._parts.path.rstrip("/") or "") + "/chat/completions"
+        if stream is not None:
+            headers["Accept"] = "text/event-stream"
         for attempt in range(retries + 1):
+            if stream is not None:
+                stream.check()
             conn = self._connection(timeout)
+            forget = stream.on_cancel(partial(_shut, conn)) if stream is not None else None
             try:
                 conn.request("POST", path, body=payload, headers=headers)
                 answer = conn.getresponse()
+                if stream is not None and answer.status < 400:
+                    return self._read_events(answer, conn, stream)
                 data = answer.read()
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(conn)
+                if stream is not None:
+                    stream.check()          # a socket shut down by a cancel: the call was stopped, not broken
                 if attempt < retries:
                     time.sleep(0.5 * 2 ** attempt)
                     continue
                 raise ModelError(f'model "{self.name}" failed: {type(exc).__name__}: {exc}') from exc
+            finally:
+                if forget is not None:
+                    forget()
             if answer.status in _RETRY and attempt < retries:
                 time.sleep(0.5 * 2 ** attempt)
                 continue
@@ -183,6 +213,58 @@ class OpenAICompatModel(LiteLLMModel):
                 raise ModelError(f'model "{self.name}" returned no choices')
             return doc
         raise ModelError(f'model "{self.name}" failed')     # pragma: no cover - the loop returns or raises
+
+    def _read_events(self, answer: http.client.HTTPResponse, conn: http.client.HTTPConnection,
+                     stream: TokenStream) -> dict:
+        """Read a streamed answer's server-sent events, writing each chunk's text to `stream`; the answer as the
+        unstreamed call returns it: one choice with the whole text, and the last chunk's usage."""
+        parts: list[str] = []
+        usage: dict | None = None
+        timings: dict | None = None
+        finish = None
+        done = False
+        data: list[str] = []
+        try:
+            while not done:
+                raw = answer.readline()
+                stream.check()                   # (a cancel shuts the socket: the read ends empty)
+                if not raw:
+                    break                        # the server closed the stream (without [DONE]: taken as the end)
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                    continue
+                if line or not data:
+                    continue                     # another field (event:, id:, a :comment), or a blank line alone
+                event, data = "\n".join(data), []
+                if event.strip() == "[DONE]":
+                    done = True
+                    break
+                chunk = _chunk(event, self.name)
+                for choice in chunk.get("choices") or ():
+                    if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                        piece = (choice.get("delta") or {}).get("content") or ""
+                        if piece:
+                            parts.append(piece)
+                            stream.write(piece)
+                        finish = choice.get("finish_reason") or finish
+                if isinstance(chunk.get("usage"), dict):
+                    usage = chunk["usage"]
+                if isinstance(chunk.get("timings"), dict):
+                    timings = chunk["timings"]
+            if done:
+                answer.read()                    # the body's end, so the kept-alive connection can be used again
+        except (OSError, http.client.HTTPException, UnicodeDecodeError) as exc:
+            self._drop(conn)
+            stream.check()
+            raise ModelError(f'model "{self.name}" failed while streaming: {type(exc).__name__}: {exc}') from exc
+        except BaseException:
+            self._drop(conn)             # stopped (or failed) half-way: this connection's answer is unread
+            raise
+        if not done:
+            self._drop(conn)
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(parts)},
+                             "finish_reason": finish}], "usage": usage, "timings": timings}
 
     def _drop(self, conn: http.client.HTTPConnection) -> None:
         """Close this thread's broken connection and forget it (the next call opens a new one)."""
@@ -208,3 +290,31 @@ class OpenAICompatModel(LiteLLMModel):
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel({self.name!r})"
+
+
+def _chunk(event: str, name: str) -> dict:
+    """One streamed event's JSON chunk; an error the server sends mid-stream is the call's error."""
+    try:
+        chunk = json.loads(event)
+    except ValueError as exc:
+        raise ModelError(f'model "{name}" failed: a streamed chunk is not JSON: {event[:200]!r}') from exc
+    if not isinstance(chunk, dict):
+        raise ModelError(f'model "{name}" failed: a streamed chunk is not a JSON object: {event[:200]!r}')
+    if chunk.get("error"):
+        err = chunk["error"]
+        raise ModelError(f'model "{name}" failed: {err.get("message") if isinstance(err, dict) else err}')
+    return chunk
+
+
+def _number(value: Any) -> float | None:
+    """A positive number the server sent, else None."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def _shut(conn: http.client.HTTPConnection) -> None:
+    """Shut a connection's socket down from another thread: a read blocked on it returns at once (a cancel)."""
+    import socket
+
+    sock = conn.sock
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)

@@ -21,6 +21,11 @@ to a list of outputs (a bare list means `"*"`); an output that is not a string (
 list, a number) is sent as its JSON text. Every call is recorded in `calls` as
 `{"key", "hints", "call", "messages"}` for assertions (`hints` is `call.hints()`).
 
+`stream_delay=SECONDS` makes it write each answer to a watched call's stream a word at a time, that many seconds
+apart (models/stream.py), as a slow real model would: a notebook or a test can watch the text grow and press Stop
+(the call then ends as CallCancelled, its answer not used, so the next call of that key gets the same answer).
+Without watchers it answers at once, as always.
+
 A callable receives `(messages, **call.hints())`, the keyword form of earlier versions, unless its
 signature names a `call` parameter, in which case it receives `(messages, call=CallInfo)`.
 """
@@ -28,11 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ..errors import ModelError, ScriptExhausted
+from ..errors import CallCancelled, ModelError, ScriptExhausted
 from .base import CallInfo, Completion
 
 __all__ = ["ScriptedModel"]
@@ -65,7 +71,11 @@ class ScriptedModel:
         name: str = "script",
         max_concurrency: int = 1,
         reads_schemas: bool | None = None,
+        stream_delay: float = 0.0,
     ) -> None:
+        if not isinstance(stream_delay, (int, float)) or isinstance(stream_delay, bool) or stream_delay < 0:
+            raise ModelError(f"script: stream_delay must be a number of seconds >= 0 (got {stream_delay!r})")
+        self.stream_delay = float(stream_delay)
         self.name = name
         self.max_concurrency = max_concurrency
         # whether an answer may depend on the call's schemas (requestMatch, a gate's or write's): a callable is
@@ -134,7 +144,7 @@ class ScriptedModel:
             with self._lock:
                 self.calls.append({"key": label, "hints": hints, "call": call, "messages": messages})
             out = self._handler(messages, call=call) if self._handler_takes_call else self._handler(messages, **hints)
-            return self._completion(messages, out)
+            return self._streamed(self._completion(messages, out), call)
         keys = []
         if step is not None:
             keys.append(f"{step}/{node}")
@@ -150,8 +160,25 @@ class ScriptedModel:
                 raise ScriptExhausted(f'script: no more outputs for "{key}" ({used} used)')
             self._used[key] = used + 1
             out = self._script[key][used]
-            self.calls.append({"key": key, "hints": hints, "call": call, "messages": messages})
-        return self._completion(messages, out)
+            record = {"key": key, "hints": hints, "call": call, "messages": messages}
+            self.calls.append(record)
+        try:
+            return self._streamed(self._completion(messages, out), call)
+        except CallCancelled:
+            with self._lock:          # not answered: the call made again gets this output again
+                self._used[key] -= 1
+                self.calls.remove(record)
+            raise
+
+    def _streamed(self, comp: Completion, call: CallInfo) -> Completion:
+        """`comp`, written to the call's stream a word at a time when `stream_delay` is set and someone watches."""
+        stream = call.stream
+        if stream is None or not self.stream_delay:
+            return comp
+        for piece in re.findall(r"\S+\s*|\s+", comp.text):
+            stream.sleep(self.stream_delay)
+            stream.write(piece)
+        return comp
 
     def reset(self) -> None:
         """Start every key's script again from its first output and forget the recorded calls (a notebook's

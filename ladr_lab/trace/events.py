@@ -198,7 +198,7 @@ class LlmCall(Event):
     TYPE: ClassVar[str] = "llm_call"
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"reason", "request", "top_k", "fetched", "error", "verdict",
                                                     "provenance", "sections", "constrained", "finish_reason",
-                                                    "invocation_parameters"})
+                                                    "invocation_parameters", "ttft", "prompt_tps", "gen_tps"})
     step: str
     node: int
     round: int
@@ -223,6 +223,11 @@ class LlmCall(Event):
     constrained: str | None = None   # decoding constrained by the model: request, answer (+json), grammar (models/constrain.py)
     finish_reason: str | None = None  # why a live model stopped (stop, length, ...), as its API said
     invocation_parameters: dict | None = None   # what a live call sent besides the messages, credentials left out
+    # how fast the call went, where measured (models/base.py's Completion): seconds to the first token of a streamed
+    # call, prompt tokens read per second, tokens generated per second
+    ttft: float | None = None
+    prompt_tps: float | None = None
+    gen_tps: float | None = None
 
     def __post_init__(self) -> None:
         # a trace (or a caller) gives `[kind, name, chars]` lists: held as spans, written back as the same lists
@@ -250,14 +255,21 @@ class LlmCall(Event):
 
 @dataclass(frozen=True, kw_only=True, repr=False)
 class LlmCallFailed(Event):
-    """A model call that failed (not counted in llm_calls): what was asked and the error."""
+    """A model call that failed (not counted in llm_calls): what was asked and the error. A call stopped while it ran
+    (`Run.cancel()`, the Stepper's Stop) is one with `cancelled: true`, the text it had written (`partial`) and the
+    seconds it ran (`latency`); it stays pending, so the run's next call is the same one again."""
 
     TYPE: ClassVar[str] = "llm_error"
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"iteration", "cancelled", "partial", "latency"})
     step: str
     node: int
     round: int
     messages: list
     error: str
+    iteration: int | None = None
+    cancelled: bool | None = None
+    partial: str | None = None
+    latency: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

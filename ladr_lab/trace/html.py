@@ -172,6 +172,10 @@ def story_html(s: Story, *, open: bool = False, limit: int = SECTION_CHARS) -> H
     if isinstance(s, StepStory):
         return tag("div", "▶ " if s.started else "◼ ", s.headline(), cls="ladr-step-line")
     if isinstance(s, ErrorStory):
+        failed = s.event
+        if failed.cancelled:           # stopped by hand: not a failure; what it had written is worth a look
+            return tag("div", s.headline(), pre(failed.partial, limit) if failed.partial else None,
+                       style="color: #bc4c00", cls="ladr-cancelled")
         return tag("div", s.headline(), style="color: #cf222e")
     if isinstance(s, (CallStory, StartStory)):
         return tag("div", s.headline())

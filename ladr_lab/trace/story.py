@@ -40,7 +40,7 @@ from .events import (
 
 __all__ = [
     "CallStory", "EndStory", "ErrorStory", "FetchRow", "GateStory", "OtherStory",
-    "RoundStory", "StartStory", "StepStory", "Story", "VerdictStory", "WriteStory", "describe", "round_tag",
+    "RoundStory", "StartStory", "StepStory", "Story", "VerdictStory", "WriteStory", "describe", "round_tag", "speed_bits",
 ]
 
 OUTPUT_CLIP = 600          # characters of an output the text form prints (as `ladr-lab run` always has)
@@ -205,6 +205,7 @@ class RoundStory(Story):
             bits.append(f"${self.cost:.4f}" if self.cost >= 0.0001 else f"${self.cost:.2e}")
         if self.latency:
             bits.append(f"{self.latency:.2f} s")
+        bits += speed_bits(self.event)
         who = self.model + (f" ({self.provenance})" if self.provenance and self.provenance != self.model else "")
         if who.strip():
             bits.append(who)
@@ -378,6 +379,10 @@ class ErrorStory(Story):
 
     def headline(self) -> str:
         e = self.event
+        if e.cancelled:
+            ran = f" after {e.latency:.1f} s" if e.latency else ""
+            return (f"■ {e.step} · node {e.node} · round {e.round}: stopped{ran}, {len(e.partial or ''):,} characters "
+                    "written (cancelled: not counted as a call; it stayed pending, to be made again)")
         return f"✗ {e.step} · node {e.node} · round {e.round}: the model call failed: {e.error}"
 
 
@@ -474,6 +479,22 @@ def _request(req: dict | None) -> tuple[tuple[str, Any], ...]:
         return ()
     known = [(m, req[m]) for m in MODES if m in req]
     return tuple(known + [(k, v) for k, v in req.items() if k not in MODES and k != "topK"])
+
+
+def speed_bits(e: LlmCall) -> list[str]:
+    """How fast a call went, where measured: `prompt 850 tok/s`, `generated 12.3 tok/s`, `first token 0.84 s`."""
+    bits = []
+    if e.prompt_tps:
+        bits.append(f"prompt {_rate(e.prompt_tps)} tok/s")
+    if e.gen_tps:
+        bits.append(f"generated {_rate(e.gen_tps)} tok/s")
+    if e.ttft is not None:
+        bits.append(f"first token {e.ttft:.2f} s")
+    return bits
+
+
+def _rate(tps: float) -> str:
+    return f"{tps:,.0f}" if tps >= 100 else f"{tps:.1f}"
 
 
 def describe(e: Event, iteration: int | None = None) -> Story:

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..display import Html, esc, note, pre, tag, wanted
 
-__all__ = ["CHUNK", "PAGE", "Fold", "PagedTable", "PagedText", "Pager", "View", "button", "head_html", "html", "ipw",
-           "layout", "message_html", "shared", "span_text"]
+__all__ = ["CHUNK", "PAGE", "Fold", "PagedTable", "PagedText", "Pager", "View", "button", "head_html", "html",
+           "in_kernel", "ipw", "layout", "message_html", "shared", "span_text"]
 
 PAGE = 50            # items a pager shows at once
 CHUNK = 20_000       # characters a PagedText adds at a time
@@ -41,6 +41,16 @@ def ipw() -> Any:
     """The ipywidgets module (imported on first use: `import ladr_lab` never loads it)."""
     import ipywidgets
     return ipywidgets
+
+
+def in_kernel() -> bool:
+    """Whether this runs in a notebook kernel (an IPython shell with a kernel), where a widget's click is heard only
+    while the kernel is idle: a view that makes model calls from a button then runs them on a thread of its own."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
 
 
 def message_html(text: str, kind: str = "info") -> str:

@@ -5,10 +5,16 @@ Plain replay stops at the first divergence (a prompt that is not the recorded on
 does not have); with a live model named in `then` (mixed replay) the run goes on live from there. The
 view shows the divergence (where, and the recorded → now diff of the message), the replayed run's
 result, a DiffView of the recording against the replay and a TraceView of the replay.
+
+The live continuation streams: while the `then` model answers, its text grows in the view with its speed
+(`LivePanel`, live.py), and Stop cancels the call (the replayed run then stops where it was; Replay starts again).
+In a notebook kernel the Replay button runs on a thread of its own so that Stop can be clicked (`background`,
+`wait()`); `replay()` called from code runs on the caller's thread, as before.
 """
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +25,8 @@ from ..errors import LadrError
 from ..models import ReplayModel
 from ..trace import Trace
 from .diff_view import DiffView
-from .parts import View, head_html, html, ipw, message_html
+from .live import LivePanel
+from .parts import View, head_html, html, in_kernel, ipw, message_html
 from .trace_view import TraceView
 
 __all__ = ["ReplayView"]
@@ -29,14 +36,20 @@ class ReplayView(View):
     """`ReplayView(ladder, trace, then=None, slates=None, inputs=None)`: press Replay (or call `replay()`) to
     run `ladder` with `trace`'s recorded outputs; `then` (a model name or object) answers live from the first
     divergence on. `run` is the replayed Run, `divergence` where it diverged (None: it did not), `diff_view`
-    and `trace_view` its views."""
+    and `trace_view` its views. `background` (None: in a notebook kernel) runs the Replay button on a thread of its own,
+    so that Stop can cancel a live call while it runs."""
 
     css_class = "ladr-replay-view"
 
     def __init__(self, ladder: Ladder | str | Path, trace: Any, *, then: Any = None, slates: dict | None = None,
-                 inputs: dict | None = None) -> None:
+                 inputs: dict | None = None, background: bool | None = None) -> None:
         super().__init__()
         w = ipw()
+        self.background = in_kernel() if background is None else bool(background)
+        self._thread: threading.Thread | None = None
+        self._running: Run | None = None
+        self.live = LivePanel(on_stop=self.stop)
+        self.stop_button = self.live.stop_button
         self.ladder = Ladder.of(ladder)
         self.recorded, self.path = self._recorded(trace)
         self.slates, self.inputs = slates, inputs
@@ -55,8 +68,9 @@ class ReplayView(View):
         calls = len(self.recorded.calls())
         title = html(head_html(tag("b", f"Replay · {self.ladder.name}"),
                                        note(f"  against {calls} recorded model call(s) from {self.path}")))
-        self.widget = self._root([title, w.HBox([self.replay_button, self.then]), self.status, self.tabs])
-        self.replay_button.on_click(lambda _b: self.replay())
+        self.widget = self._root([title, w.HBox([self.replay_button, self.then, self.stop_button]), self.status,
+                                  self.live.widget, self.tabs])
+        self.replay_button.on_click(lambda _b: self._click())
 
     @staticmethod
     def _recorded(trace: Any) -> tuple[Trace, Path]:
@@ -70,13 +84,48 @@ class ReplayView(View):
         t.to_jsonl(fh.name)
         return t, Path(fh.name)
 
+    @property
+    def busy(self) -> bool:
+        """Whether the Replay button's replay is running on its thread (`background`)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the replay the button started on its thread; True once none runs."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.busy
+
+    def stop(self) -> int:
+        """Cancel the live call that runs now (the Stop button): the replayed run stops there, recorded as cancelled."""
+        run = self._running
+        return run.cancel() if run is not None else 0
+
+    def _click(self) -> None:
+        if not self.background:
+            self.replay()
+            return
+        if self.busy:
+            return
+        self.replay_button.disabled = True
+
+        def work() -> None:
+            try:
+                self.replay()
+            except Exception as exc:      # noqa: BLE001 - a thread's error has no cell to show it: the view says it
+                self.status.value = message_html(f"replay failed: {type(exc).__name__}: {exc}", "error")
+            finally:
+                self.replay_button.disabled = False
+
+        self._thread = threading.Thread(target=work, name="ladr-replay", daemon=True)
+        self._thread.start()
+
     def replay(self) -> Run | None:
         """Replay now (the Replay button); returns the replayed Run (None if it could not start)."""
         then = self._then_model if self._then_model is not None else (self.then.value.strip() or None)
         try:
             model = ReplayModel(self.path, then=then, base_dir=self.ladder.base_dir)
             model.check()  # a mistyped `then` or a missing API key: said at once, before any call
-            run = Run(self.ladder, model=model, inputs=self.inputs, slates=self.slates)
+            run = Run(self.ladder, model=model, inputs=self.inputs, slates=self.slates, watch=self.live)
         except LadrError as exc:
             self.status.value = message_html(f"cannot replay: {type(exc).__name__}: {exc}", "error")
             return None
@@ -84,13 +133,19 @@ class ReplayView(View):
         self.status.value = message_html("working… replaying" + (" (live model calls wait for answers)"
                                                                  if then is not None else ""), "info")
         self.replay_button.disabled = True
+        self.live.clear()
+        self._running = run
         try:
             res = run.run()
         finally:
+            self._running = None
             self.replay_button.disabled = False
         self.run, self.divergence = run, res.divergence
         d = self.divergence
-        if d is None:
+        if not run.done:                  # Stop: the live call was cancelled, the run waits where it was
+            text = message_html(f"stopped: the live call was cancelled after {res.llm_calls} call(s) (the trace records "
+                                "it as a cancelled llm_error); Replay starts again", "warning")
+        elif d is None:
             text = concat(badge(res.status), f" replayed {res.llm_calls} call(s) from the recording: no divergence")
         else:
             where = f"step {d.get('step')} node {d.get('node')} round {d.get('round')}" + \

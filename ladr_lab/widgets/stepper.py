@@ -9,9 +9,17 @@ just made (its output, verdict and why, what it fetched, and the gates and write
 the next prompt. Before the first model call the counter says "not started · nothing sent yet". Its TraceView and SlateView
 follow the run as its events arrive (the trace's listeners): rounds appear as they are made, the files a
 round fetched are lit, and writes show in the SlateView.
+
+While a call runs, its text grows under the prompt with its speed (tokens, tokens per second; `LivePanel`, live.py),
+and **Stop** cancels it: the run records the call as a cancelled `llm_error` (with what it had written) and keeps it
+pending, so Step sends it again. For Stop to be clicked while a call runs, the kernel must be free to hear the click:
+in a notebook kernel the buttons therefore run the call on a thread of its own and return at once (`background`;
+`wait()` waits for it), and the widgets are updated from that thread. Called from code (`stepper.step()`), or outside
+a kernel, a call runs on the caller's thread, as before.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +29,11 @@ from ..display import badge, concat, details, json_text, note, plural, pre, tag
 from ..engine import CallRequest, Run
 from ..engine.html import run_html
 from ..errors import LadrError
-from ..trace import Event, Events, Gate, LlmCall, Write
+from ..trace import Event, Events, Gate, LlmCall, LlmCallFailed, Write
 from ..trace.html import gate_html, not_started_html, round_body_html, round_head_html, write_html
 from ..trace.story import GateStory, RoundStory, WriteStory, describe
-from .parts import CHUNK, Fold, View, head_html, html, ipw, message_html, paged
+from .live import LivePanel
+from .parts import CHUNK, Fold, View, head_html, html, in_kernel, ipw, message_html, paged
 from .slate_view import SlateView
 from .trace_view import TraceView
 
@@ -51,15 +60,20 @@ class Stepper(View):
     function of no arguments that makes a fresh model for every run. `run` is the current Run, `rounds` the
     model calls made so far, `trace_view` and `slate_view` its views. `cache` is the runs' response cache of live
     models' answers (True: the per-user one, a folder, or False: models/cache.py); Reset with it on replays the answers
-    the last run got, each round marked `cached`."""
+    the last run got, each round marked `cached`. `background` says whether the buttons run a call on a thread of its
+    own, so that Stop can be clicked while it runs (None, the default: when running in a notebook kernel)."""
 
     css_class = "ladr-stepper"
 
     def __init__(self, ladder: Ladder | str | Path, *, input: str | None = None, inputs: dict | None = None,
                  model: Any = None, slates: dict | None = None, breakpoints: tuple | list = (),
-                 cache: Any = True) -> None:
+                 cache: Any = True, background: bool | None = None) -> None:
         super().__init__()
         w = ipw()
+        self.background = in_kernel() if background is None else bool(background)
+        self._thread: threading.Thread | None = None
+        self._busy = False
+        self.live = LivePanel(on_stop=self.stop)
         self.ladder = Ladder.of(ladder)
         self._args: dict[str, Any] = {"input": input, "inputs": inputs, "slates": slates, "cache": cache}
         self._model = model
@@ -79,8 +93,9 @@ class Stepper(View):
         self.reset_button = w.Button(description="Reset", tooltip="start a new run with the same arguments")
         self.breakpoint_box = w.TagsInput(value=list(breakpoints), allowed_tags=ids, allow_duplicates=False,
                                           tooltip="Run all stops when one of these steps starts")
-        controls = w.HBox([self.step_button, self.run_step_button, self.run_all_button, self.reset_button],
-                          layout=w.Layout(flex_flow="row wrap"))
+        self.stop_button = self.live.stop_button
+        controls = w.HBox([self.step_button, self.run_step_button, self.run_all_button, self.reset_button,
+                           self.stop_button], layout=w.Layout(flex_flow="row wrap"))
         bp = w.HBox([html(str(note("breakpoints: "))), self.breakpoint_box],
                     layout=w.Layout(align_items="center"))
         self.message = html()
@@ -110,10 +125,11 @@ class Stepper(View):
         self.tabs.set_title(1, "Slate")
         self.tabs.observe(lambda c: self.slate_view.load() if c["new"] == 1 else None, names="selected_index")
         self.widget = self._root([w.HBox([title, self.counter], layout=w.Layout(justify_content="space-between")),
-                                  controls, bp, self.message, self.last, self.pick, self.pending_box, self.fork_box, self.tabs])
-        self.step_button.on_click(lambda _b: self.step())
-        self.run_step_button.on_click(lambda _b: self.run_step())
-        self.run_all_button.on_click(lambda _b: self.run_all())
+                                  controls, bp, self.message, self.last, self.pick, self.pending_box, self.live.widget,
+                                  self.fork_box, self.tabs])
+        self.step_button.on_click(lambda _b: self._click(self.step))
+        self.run_step_button.on_click(lambda _b: self._click(self.run_step))
+        self.run_all_button.on_click(lambda _b: self._click(self.run_all))
         self.reset_button.on_click(lambda _b: self.reset())
         self.fork_button.on_click(lambda _b: self.answer(self.fork.value))
         self._listen()
@@ -133,7 +149,7 @@ class Stepper(View):
         # one call at a time, whatever the model's max_concurrency: Run all then makes the calls in the order
         # Step would (a multi-node step's trace does not depend on which call of a thread pool ends first)
         return Run(self.ladder, model=self._make_model(), input=a["input"], inputs=a["inputs"],
-                   slates=a["slates"], max_workers=1, cache=a["cache"])
+                   slates=a["slates"], max_workers=1, cache=a["cache"], watch=self.live)
 
     def _listen(self) -> None:
         self._stack.enter_context(self.run.trace.listening(self._on_event))
@@ -159,6 +175,60 @@ class Stepper(View):
         return list(self.breakpoint_box.value)
 
     # ---- driving ---------------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """Whether a button's call is running on its thread (`background`)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the call a button started on its thread (`background`); True once none runs."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+        return not self.busy
+
+    def stop(self) -> int:
+        """Cancel the model call that runs now (the Stop button, `Run.cancel()`): it is recorded as cancelled and
+        stays pending, so Step sends it again. Returns how many calls were stopped."""
+        n = self.run.cancel()
+        if n:
+            self.message.value = message_html("Stopping the model call…", "warning")
+        return n
+
+    def _click(self, action: Any) -> None:
+        """A button's action: on a thread of its own in `background` mode (the kernel stays free to hear Stop)."""
+        if not self.background:
+            action()
+            return
+        if self.busy:
+            return
+        self._set_busy(True)
+
+        def work() -> None:
+            try:
+                action()
+            except Exception as exc:      # noqa: BLE001 - a thread's error has no cell to show it: the view says it
+                self._refresh(message_html(f"{type(exc).__name__}: {exc}", "error"))
+            finally:
+                self._set_busy(False)
+
+        self._thread = threading.Thread(target=work, name="ladr-stepper", daemon=True)
+        self._thread.start()
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self._enable()
+        if busy:
+            self.message.value = message_html("working… (Stop cancels the model call)")
+
+    def _enable(self) -> None:
+        """Buttons as the run allows: none while a call runs on its thread, none but Reset once the run has ended."""
+        done, busy = self.run.done, self._busy
+        for b in (self.step_button, self.run_step_button, self.run_all_button, self.fork_button):
+            b.disabled = done or busy
+        self.reset_button.disabled = busy
+        self.pick.disabled = busy
+
     def _drive(self, what: str, fn: Any) -> Any:
         if self.run.done:
             self._refresh(message_html(f"The run has ended ({self.run.status}): Reset starts a new one."))
@@ -169,7 +239,15 @@ class Stepper(View):
             self._refresh(message_html(f"{what}: {type(exc).__name__}: {exc}", "error"))
             return None
         self._show_last(out or [])
-        self._refresh()
+        stopped = [e for e in out or [] if isinstance(e, LlmCallFailed) and e.cancelled]
+        if stopped:
+            e = stopped[-1]
+            self._refresh(message_html(
+                f"Stopped: {e.step} · node {e.node} · round {e.round} was cancelled after "
+                f"{len(e.partial or ''):,} characters (the trace records it as a cancelled llm_error). The call is "
+                "still pending: Step sends it again.", "warning"))
+        else:
+            self._refresh()
         return out
 
     @property
@@ -227,6 +305,10 @@ class Stepper(View):
 
     def reset(self) -> None:
         """Start a new run with the same ladder, inputs, model and slates (the Reset button)."""
+        if self.busy:                 # a call still runs on its thread: stop it first
+            self.run.cancel()
+            self.wait(30)
+        self.live.clear()
         self._stack.close()
         self.run.close()
         self.run = self._new_run()
@@ -269,8 +351,7 @@ class Stepper(View):
             self.counter.value = head_html(tag("b", plural(n, "round")), " ", badge(run.status))
         self.message.value = message
         done = run.done
-        for b in (self.step_button, self.run_step_button, self.run_all_button, self.fork_button):
-            b.disabled = done
+        self._enable()
         self.fork_box.layout.display = "none" if done else None
         self._draw_pick(pending)
         if done:

@@ -21,7 +21,12 @@ imported on first use; without it, resolving the name says which package to inst
   (`Completion.constrained`), and so do the trace and the printout's `why:` line. Off by default: the raw model's
   mistakes are what teaching shows.
 
-The backend's own module, beside this one: `weights` (the packaged GGUF files, assembled and checked). The grammar
+- **Watched calls stream.** With a `TokenStream` in the call (models/stream.py), each token is written to it as
+  llama.cpp samples it, and a cancel stops the generation between two tokens (`tokens.py`: the call itself is the
+  unstreamed one, so its answer is the same). Every call records llama.cpp's prompt and generation speeds.
+
+The backend's own modules, beside this one: `weights` (the packaged GGUF files, assembled and checked) and `tokens`
+(the streaming hook and the speeds). The grammar
 of `constrain="request"` stays at `models/constrain.py`, because the litellm backend sends it too (to llama.cpp's
 OpenAI-compatible server).
 """
@@ -40,6 +45,7 @@ from typing import Any
 from ...errors import ModelError
 from ..base import CallInfo, Completion
 from ..options import check_options
+from .tokens import speeds, watching
 from .weights import DEFAULT_LOCAL, find_packaged, weights_path
 
 __all__ = ["LOCAL_OPTIONS", "CallStats", "LocalModel", "default_threads", "local_runtime_missing",
@@ -261,11 +267,14 @@ class LocalModel:
         grammar, constrained, constraint = self._constraint(call)
         rt = _runtime(self.path, self.load)
         kwargs = dict(self.sampling)
+        stream = call.stream if call is not None else None
         with rt.lock:
             rt.llama.prefix_cache = self.prefix_cache
             start = time.perf_counter()
             try:
-                resp = rt.llama.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
+                # a watched call streams its tokens (tokens.py); both measure llama.cpp's own speeds
+                with speeds(rt.llama) as speed, watching(rt.llama, stream):
+                    resp = rt.llama.create_chat_completion(messages=messages, grammar=grammar, **kwargs)
             except ValueError as exc:
                 if "context window" in str(exc) or "exceed" in str(exc):
                     raise ModelError(f'model "{self.name}": {exc}; raise the option n_ctx (now {self.load["n_ctx"]}) '
@@ -288,7 +297,8 @@ class LocalModel:
         return Completion(text=text, tokens_in=prompt_tokens, tokens_out=generated, cost=0.0, latency=latency,
                           model=self.name, constrained=constrained,
                           finish_reason=str(choice.get("finish_reason") or "") or None,
-                          invocation_parameters={"model": self.name, **kwargs})
+                          invocation_parameters={"model": self.name, **kwargs},
+                          prompt_tps=speed.get("prompt_tps"), gen_tps=speed.get("gen_tps"))
 
     def cache_request(self, messages: list[dict], call: CallInfo | None = None) -> dict:
         """What decides this call's answer (the weights, the exact messages, the sampling options, the call's grammar),
