@@ -285,6 +285,16 @@ class SchemaTuning(Displayable):
         else:
             self.labels[key] = got
 
+    def add_variant(self, name: str, value: Any, *, step: str | None = None) -> None:
+        """Judge every output by one more variant (a schema for `step` or the only retrieve step, `{step_id:
+        schema}`, a Ladder or a ladder path), as `tune_request_match` judges its variants; a name taken is judged
+        again ("recorded" excepted)."""
+        if not isinstance(name, str) or not name or name == RECORDED:
+            raise LadrError(f"a variant's name is a non-empty string other than {RECORDED!r}, not {name!r}")
+        steps = sorted({o.step for o in self.outputs})
+        judging = _Judging(_edits(name, value, step, steps), Judge())
+        self.verdicts[name] = [judging(o) for o in self.outputs]
+
     def save_label_sheet(self, path: str | Path) -> Path:
         """Write every output to a CSV to label by hand (row, step, node, round, iteration, label — blank where
         unlabelled —, what the run decided, the output); fill the label column with request or answer and read
