@@ -222,8 +222,13 @@ def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, w
 CHART_COLORS = ("#0969da", "#1a7f37", "#bc4c00", "#8250df", "#6e7781", "#cf222e", "#0a7480", "#9a6700")
 
 
-def _num(x: float) -> bool:
+def _num(x: Any) -> bool:
     return isinstance(x, (int, float)) and x == x
+
+
+def _f(x: Any) -> float:
+    """A chart's value as a float (checked by `_num` first)."""
+    return float(x)
 
 
 def scatter_chart(points: Sequence[Mapping[str, Any]], *, x_label: str = "recall", y_label: str = "precision",
@@ -255,13 +260,13 @@ def scatter_chart(points: Sequence[Mapping[str, Any]], *, x_label: str = "recall
         if not (_num(px) and _num(py)):
             continue
         shown += 1
-        k = (round(float(px), 3), round(float(py), 3))
+        k = (round(_f(px), 3), round(_f(py), 3))
         n = seen[k] = seen.get(k, -1) + 1            # points at one place fan out a little, so each can be hovered
-        cx = pad_l + float(px) * plot_w + (n % 3 - 1) * 5 * (n > 0)
-        cy = pad_t + (1 - float(py)) * plot_h - (n // 3) * 5 * (n > 0)
+        cx = pad_l + _f(px) * plot_w + (n % 3 - 1) * 5 * (n > 0)
+        cy = pad_t + (1 - _f(py)) * plot_h - (n // 3) * 5 * (n > 0)
         c = color[str(p.get("group", ""))]
         r = 7 if p.get("marked") else 4.5
-        ring = f' stroke="#24292f" stroke-width="2"' if p.get("marked") else ' stroke="#ffffff" stroke-width="1"'
+        ring = ' stroke="#24292f" stroke-width="2"' if p.get("marked") else ' stroke="#ffffff" stroke-width="1"'
         dot = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{c}" fill-opacity="0.85"{ring}>'
                f'<title>{esc(p.get("label", ""))}</title></circle>')
         if p.get("href"):
@@ -289,8 +294,8 @@ def bar_rows(rows: Sequence[Mapping[str, Any]], *, max_value: float | None = Non
     `heading` (a row that only names the bars under it); `fmt` writes a value (default: 0.00)."""
     fmt = fmt or (lambda v: f"{v:.2f}")
     label_w, value_w, bar_h, gap = 150, 64, 14, 4
-    values = [float(r["value"]) for r in rows if _num(r.get("value"))] + \
-        [float(r["whisker"]) for r in rows if _num(r.get("whisker"))]
+    values = [_f(r["value"]) for r in rows if _num(r.get("value"))] + \
+        [_f(r["whisker"]) for r in rows if _num(r.get("whisker"))]
     top = max_value if max_value is not None else (max(values) if values else 1.0) or 1.0
     groups = list(dict.fromkeys(str(r.get("group", "")) for r in rows if not r.get("heading")))
     color = {g: CHART_COLORS[i % len(CHART_COLORS)] for i, g in enumerate(groups)}
@@ -306,18 +311,18 @@ def bar_rows(rows: Sequence[Mapping[str, Any]], *, max_value: float | None = Non
         parts.append(f'<text x="{label_w - 6}" y="{y + 11}" font-size="11" text-anchor="end" fill="#24292f">'
                      f'{esc(str(r.get("label", ""))[:24])}<title>{tip}</title></text>')
         if _num(v):
-            bw = max(1.0, width * min(float(v), top) / top)
+            bw = max(1.0, width * min(_f(v), top) / top)
             parts.append(f'<rect x="{label_w}" y="{y}" width="{bw:.1f}" height="{bar_h}" fill="'
                          f'{color[str(r.get("group", ""))]}" fill-opacity="0.75"><title>{tip}</title></rect>')
             wv = r.get("whisker")
             if _num(wv):
-                wx = label_w + width * min(float(wv), top) / top
+                wx = label_w + width * min(_f(wv), top) / top
                 parts.append(f'<line x1="{label_w + bw:.1f}" y1="{y + bar_h / 2}" x2="{wx:.1f}" y2="{y + bar_h / 2}" '
                              f'stroke="#24292f" stroke-width="1"><title>{tip}</title></line><line x1="{wx:.1f}" '
                              f'y1="{y + 2}" x2="{wx:.1f}" y2="{y + bar_h - 2}" stroke="#24292f"><title>{tip}</title>'
                              f'</line>')
             parts.append(f'<text x="{label_w + width + 6}" y="{y + 11}" font-size="11" fill="#57606a">'
-                         f'{esc(fmt(float(v)))}</text>')
+                         f'{esc(fmt(_f(v)))}</text>')
         else:
             parts.append(f'<text x="{label_w + 4}" y="{y + 11}" font-size="11" fill="#57606a">-</text>')
         y += bar_h + gap

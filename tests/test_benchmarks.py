@@ -19,6 +19,7 @@ CASES = {
     "experiments": ["--quick", "--no-ray", "--latency", "0.05"],
     "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
     "tuning": ["--rows", "20", "--repeat", "1"],
+    "suggest": ["--outputs", "60", "--repeat", "1", "--limit", "3"],
     "reports": ["--rows", "20", "--reps", "1"],
 }
 

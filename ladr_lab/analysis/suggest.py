@@ -36,7 +36,7 @@ __all__ = ["Collision", "Constraint", "Explanation", "Fold", "Suggestion", "Sugg
 SUGGESTED = "suggested"
 ENUM_MAX = 3                # a property whose requests hold at most this many distinct scalars may be an enum
 PARTIAL = 0.5               # a key in at least this share of the requests (not all) is a candidate `required`
-LOOSE_PROBES = ({}, *FINAL_LOOKING)     # what the lint's `loose-request-match` tries: never accepted by a suggestion
+LOOSE_PROBES: tuple[dict, ...] = ({}, *FINAL_LOOKING)     # what the lint's `loose-request-match` tries: never accepted by a suggestion
 COSTS = {"required": 1, "any-mode": 2, "closed": 1, "type": 1, "items-type": 1, "min-items": 1, "max-items": 1,
          "min-properties": 2, "max-properties": 2, "pattern": 3, "enum": 3}
 _JUDGE = Judge()            # kept across calls: a new label re-validates nothing already seen
@@ -416,7 +416,7 @@ class _Fit:
                 if r[2]:
                     self.left_out.append((c, "it refuses the systemPrompt's request example"))
                     continue
-                self.rej[c.key()] = r
+                self.rej[form + c.key()] = r
                 kept.append(c)
             self.families[form] = kept
         for form in self.families:
@@ -426,7 +426,7 @@ class _Fit:
         """A candidate: what it accepts (outputs), whether it is loose, whether it takes every prompt example."""
         out, probes, examples = self.base[form]
         for c in constraints:
-            r = self.rej[c.key()]
+            r = self.rej[form + c.key()]
             out, probes, examples = out | r[0], probes | r[1], examples | r[2]
         full = (1 << len(self.data.probes)) - 1
         return _State(form, constraints, ((1 << len(self.data.outputs)) - 1) & ~out, probes != full, examples == 0)
@@ -483,7 +483,7 @@ class _Fit:
 
     def tightest(self, form: str) -> _State:
         """Every constraint of the family that rejects no labelled request: the narrowest schema keeping them all."""
-        keep = tuple(c for c in self.families[form] if not (self.rej[c.key()][0] & self.req & self.data.mode))
+        keep = tuple(c for c in self.families[form] if not (self.rej[form + c.key()][0] & self.req & self.data.mode))
         return self.state(form, keep)
 
 
@@ -664,6 +664,9 @@ class Suggestion(Displayable):
             return f"{len(self.collisions)} collision(s): labelled outputs no schema of the family tells apart"
         if not self.tuning.labels:
             return "no labels"
+        if self._fit is not None and self._fit.families:
+            return ("every schema of the family that is not loose refuses the systemPrompt's request example (see "
+                    "left out): make the example the shape the model writes, or label more")
         return "no labelled request names a retrieval mode (nothing a schema could make fetch)"
 
     def __repr__(self) -> str:
@@ -725,11 +728,11 @@ def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
     base_accept = ((1 << len(data.outputs)) - 1) & ~fit.base[st.form][0]
     out = []
     for c in st.constraints:
-        mine = fit.rej[c.key()][0] & base_accept
+        mine = fit.rej[st.form + c.key()][0] & base_accept
         others = 0
         for d in st.constraints:
             if d is not c:
-                others |= fit.rej[d.key()][0]
+                others |= fit.rej[st.form + d.key()][0]
         answers = [keys[i] for i in _bits(mine & fit.ans)]
         requests = [keys[i] for i in _bits(mine & fit.req & data.mode)]
         alone = (mine & ~others & (fit.ans | fit.req)).bit_count()
@@ -747,12 +750,11 @@ def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
             text = (f"`{c.text}` rejects the {len(answers)} answer(s) {what} ({_some(answers)})"
                     + (f"; {alone} labelled output(s) only it rejects" if alone != len(answers) else ""))
         else:
-            text = f"`{c.text}` rejects no labelled answer"
+            text = ("`" + c.text + "` rejects no labelled answer: it is there so the schema is not loose (without "
+                    "it, {} or a final-looking object such as {\"answer\": ...} would be taken as a request: lint's "
+                    "loose-request-match)")
         if requests:
             text += f"; it also rejects {len(requests)} request(s) ({_some(requests)})"
-        if not alone:
-            text += ("; kept because without it the schema would be loose (it would accept {} or a final-looking "
-                     "object: lint's loose-request-match)")
         out.append(Explanation(c.text, tuple(answers), tuple(requests), alone, text))
     return tuple(out)
 
@@ -769,6 +771,7 @@ def _at(value: Any, where: tuple[str, ...]) -> Any:
 def _collisions(data: _Data, fit: _Fit, keys: list[Key]) -> list[Collision]:
     out: list[Collision] = []
     by_value: dict[int, tuple[list[Key], list[Key]]] = {}
+    leaked_keys: tuple[Key, ...]
     for i in _bits((fit.req | fit.ans) & data.has_json):
         j = data.value_of[i]
         assert j is not None
@@ -783,9 +786,9 @@ def _collisions(data: _Data, fit: _Fit, keys: list[Key]) -> list[Collision]:
         tight = fit.tightest(form)
         leaked = [i for i in _bits(tight.accept & fit.ans) if data.value_of[i] not in same]
         if leaked:
-            answers = tuple(keys[i] for i in leaked)
+            leaked_keys = tuple(keys[i] for i in leaked)
             j = data.value_of[leaked[0]]
-            out.append(Collision("shape", (), answers, _canon(data.values[j]) if j is not None else ""))
+            out.append(Collision("shape", (), leaked_keys, _canon(data.values[j]) if j is not None else ""))
     return out
 
 
@@ -822,35 +825,45 @@ def _folds(data: _Data, req: int, ans: int, k: int) -> list[Fold]:
 
 
 def _next(data: _Data, fit: _Fit, n: int) -> list[int]:
-    """Unlabelled outputs by how much their label would change the fit: the visited schemas' disagreement on them
-    (vote share nearest one half), then a JSON shape (key set) no labelled output has, then how often their JSON
-    recurs; one per distinct JSON value."""
+    """Unlabelled outputs by how much their label would change the fit: first, while one label is missing, the
+    outputs the current suggestion judges as that missing one (with no label at all, JSON that names a mode); then
+    the disagreement of the schemas the search visited and each form's narrowest (vote share nearest one half); then
+    a JSON shape (key set, or prose) no labelled output has; then how often their JSON recurs; one per distinct
+    JSON value (and one prose output per call); an output whose JSON is already labelled elsewhere comes last (every
+    schema judges it as it judges that one)."""
     labelled = fit.req | fit.ans
-    states = [s for s in fit.states if not s.loose] or fit.states
-    shapes = set()
-    for i in _bits(labelled & data.has_json):
-        j = data.value_of[i]
-        shapes.add(_shape(data.values[j]) if j is not None else None)
+    committee = [s.accept & data.mode for s in fit.states if not s.loose]
+    committee += [fit.tightest(form).accept & data.mode for form in fit.families]
+    best = fit.best()
+    guess = best.accept & data.mode if best is not None else data.mode
+    shapes = {_shape(data.values[j]) if j is not None else "prose"
+              for i in _bits(labelled) for j in [data.value_of[i]]}
+    known = {data.value_of[i] for i in _bits(labelled & data.has_json)}   # a JSON value labelled once is known
     scored = []
-    for i, o in enumerate(data.outputs):
+    for i in range(len(data.outputs)):
         if (labelled >> i) & 1:
             continue
         j = data.value_of[i]
-        votes = sum(1 for s in states if (s.accept & data.mode) >> i & 1)
-        share = votes / len(states) if states else 0.5
+        as_request = bool((guess >> i) & 1)
+        missing = (not fit.req and as_request) or (bool(fit.req) and not fit.ans and not as_request)
+        votes = sum((a >> i) & 1 for a in committee)
+        share = votes / len(committee) if committee else 0.5
         disagree = min(share, 1 - share)
-        novel = j is not None and _shape(data.values[j]) not in shapes
+        novel = (_shape(data.values[j]) if j is not None else "prose") not in shapes
         recur = data.value_bits[j].bit_count() if j is not None else 1
-        scored.append((-disagree, not novel, -recur, i, j))
+        scored.append((j is not None and j in known, not missing, -disagree, not novel, -recur, i, j))
     scored.sort()
     out, taken = [], set()
-    for *_, i, j in scored:
-        if j is not None and j in taken:
+    for known_value, *_, i, j in scored:
+        key = j if j is not None else "prose"
+        if key in taken or known_value:
             continue
-        taken.add(j)
+        taken.add(key)
         out.append(i)
         if len(out) >= n:
             break
+    if len(out) < n:        # fewer distinct values than asked: the rest in the same order
+        out += [i for *_, i, _j in scored if i not in out][:n - len(out)]
     return out
 
 
@@ -863,20 +876,14 @@ def _shape(value: Any) -> str:
 
 # ---- the entry point -----------------------------------------------------------------------------------------------
 
-def _system_prompt(source_tuning: SchemaTuning, traces: Any, ladder: Any, step: str) -> str | None:
+def _system_prompt(tuning: SchemaTuning, ladder: Any, step: str) -> str | None:
     if ladder is not None:
         from ..config import Ladder
         s = Ladder.of(ladder).step(step)
         if s is None:
             raise LadrError(f"the ladder has no step {step!r}")
         return getattr(s, "system_prompt", None)
-    for _row, trace in traces or []:
-        for e in trace.calls():
-            if e.step == step and not e.caller:
-                for m in e.messages:
-                    if isinstance(m, dict) and m.get("role") == "system":
-                        return str(m.get("content") or "")
-    return None
+    return tuning.prompts.get(step)
 
 
 def suggest_request_match(source: Any, *, labels: Any = None, step: str | None = None, ladder: Any = None,
@@ -896,7 +903,8 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
         base = source
         if labels is not None:
             from .labels import to_labels
-            base = SchemaTuning(base.outputs, dict(base.verdicts), {**base.labels, **to_labels(labels)})
+            base = SchemaTuning(base.outputs, dict(base.verdicts), {**base.labels, **to_labels(labels)},
+                                dict(base.prompts))
     else:
         traces = iter_sources(source)
         base = tune_request_match(traces, dict(variants or {}), labels=labels, step=step)
@@ -911,11 +919,11 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
     idx = [i for i, o in enumerate(base.outputs) if o.step == step]
     outputs = [base.outputs[i] for i in idx]
     tuning = SchemaTuning(outputs, {n: [v[i] for i in idx] for n, v in base.verdicts.items()},
-                          {k: v for k, v in base.labels.items() if k[1] == step})
+                          {k: v for k, v in base.labels.items() if k[1] == step}, dict(base.prompts))
     if variants and isinstance(source, SchemaTuning):
         for name, value in variants.items():
             tuning.add_variant(name, value, step=step)
-    prompt = system_prompt if system_prompt is not None else _system_prompt(base, traces, ladder, step)
+    prompt = system_prompt if system_prompt is not None else _system_prompt(base, ladder, step)
     examples = prompt_examples(prompt) if prompt else []
     data = _Data(outputs, examples)
     keys = [o.key for o in outputs]

@@ -137,7 +137,6 @@ def charts_html(exp: Experiment) -> Html:
     figures."""
     rows = exp.summary_rows()
     names = exp.assertion_names()
-    pct = (lambda v: f"{v:.0%}")
     bars = [{"label": s["variant"], "value": s["pass_rate"], "group": s["variant"],
              "title": f"{s['variant']}: {s['passed']} of {s['cells']} cells passed ({_rate(s['pass_rate'])})"}
             for s in rows]
@@ -151,12 +150,16 @@ def charts_html(exp: Experiment) -> Html:
     table_rows = [[s["variant"], _rate(s["pass_rate"]), *[_rate(s.get(n)) for n in names], _secs(s["p50_s"]),
                    _secs(s["p95_s"])] for s in rows]
     numbers = table(["variant", "pass rate", *names, "p50", "p95"], table_rows, cls="ladr-exp-chart-numbers")
-    charts = tag("div", bar_rows(bars, max_value=1.0, fmt=pct, title="pass rate per variant"),
-                 bar_rows(per, max_value=1.0, fmt=pct, title="pass rate per assertion") if names else None,
+    charts = tag("div", bar_rows(bars, max_value=1.0, fmt=_pct_label, title="pass rate per variant"),
+                 bar_rows(per, max_value=1.0, fmt=_pct_label, title="pass rate per assertion") if names else None,
                  bar_rows(lat, fmt=lambda v: f"{v:.1f} s", title="latency per cell (p50 bar, p95 whisker)"),
                  style="flex:0 0 auto")
     return tag("div", charts, tag("div", numbers, style="flex:1 1 280px"), cls="ladr-exp-charts",
                style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start")
+
+
+def _pct_label(v: float) -> str:
+    return f"{v:.0%}"
 
 
 def _rate(v: Any) -> str:

@@ -17,9 +17,9 @@ from ..errors import LadrError
 from ..experiments import CellResult, Evaluation, Experiment, load_evaluation, load_experiment
 from ..experiments.html import (
     cell_kind,
-    charts_html,
     cell_label,
     cell_title,
+    charts_html,
     evaluation_html,
     evaluation_rows_html,
     experiment_html,

@@ -277,7 +277,7 @@ def test_every_suggested_schema_is_valid_accepted_by_loader_and_lint_and_recount
     truth, outputs = data
     labels = label_by(truth, outputs)
     labels = [("answer" if lab == "request" else "request") if flip and i % 4 == 0 else lab
-              for i, (lab, flip) in enumerate(zip(labels, flips))]
+              for i, (lab, flip) in enumerate(zip(labels, flips, strict=False))]
     rows = {f"r{i}": [(o, lab)] for i, (o, lab) in enumerate(zip(outputs, labels, strict=True))}
     system = 'Reply {"files": ["a/b.md"]} to read.'
     traces, lab = data_set(rows, system)
@@ -367,3 +367,40 @@ def test_nan_free_json_of_a_suggestion():
     d = suggest_request_match(traces, labels=labels, folds=2).to_dict()
     text = json.dumps(d, allow_nan=False)
     assert d["best"]["f1"] == 1.0 and "NaN" not in text and not math.isnan(d["cross_validated"]["f1"])
+
+
+def test_the_two_forms_keep_their_constraints_apart():
+    # the bare and the wrapped family both have `required: [files]` on the request object: each is judged in its
+    # own form (the same constraint judged in the wrong form refused every bare request: F1 0.05 on real data)
+    rows = small_rows(8)
+    rows["w"] = [(json.dumps({"request": {"files": ["retrieve/w.md"]}}), "request")]
+    traces, labels = data_set(rows, system="")
+    s = suggest_request_match(traces, labels=labels, folds=0, system_prompt="")
+    assert s.best.form == "bare" and (s.best.tp, s.best.fn) == (8, 1)
+    wrapped = [f for f in s.frontier if f.form == "wrapped"]
+    assert all(f.tp == 1 for f in wrapped)
+
+
+def test_the_recorded_system_prompt_is_kept_by_the_tuning_and_its_example_honoured():
+    system = 'Reply {"request": {"files": ["a.md"]}} to read.'         # the wrapped form is the prompt's
+    rows = {f"q{i}": [(json.dumps({"files": [f"x{i}.md"]}), "request"), ("Prose.", "answer")] for i in range(5)}
+    traces, labels = data_set(rows, system)
+    t = tune_request_match(traces, {}, labels=labels)
+    assert t.prompts == {"research": system}
+    s = suggest_request_match(t, folds=0)                 # a SchemaTuning: the prompt comes with it
+    assert s.examples == [{"request": {"files": ["a.md"]}}]
+    # every bare constraint that would keep the schema from being loose refuses the wrapped example: none is offered
+    assert ("required: [files]", "it refuses the systemPrompt's request example") in s.left_out
+    assert s.schema is None and "refuses the systemPrompt's request example" in s.to_dict()["why_none"]
+
+
+def test_next_to_label_asks_for_the_missing_label_and_skips_json_already_labelled():
+    rows = {f"q{i}": [(json.dumps({"files": ["same.md"]}), "request"), (f"Prose answer {i}.", "answer"),
+                      (json.dumps({"answer": f"a{i}"}), "answer")] for i in range(5)}
+    traces, labels = data_set(rows)
+    given = {("q0", "research", 1): "request"}
+    s = suggest_request_match(traces, labels=given, folds=0)
+    first = s.next_to_label(3)
+    # no answer labelled yet: what the suggestion takes for answers comes first; the other copies of q0's JSON last
+    assert all(o.round in (2, 3) for o in first[:2])
+    assert all(not (o.round == 1) for o in s.next_to_label(8)[:8])
