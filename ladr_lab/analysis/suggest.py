@@ -398,10 +398,13 @@ class _Fit:
         self.states: list[_State] = []
         reachable = req & data.mode
         by_form: dict[str, list[Any]] = {}
+        self.form_req: dict[str, int] = {}      # the labelled requests of each form, as a mask
         for i in _bits(reachable):
             j = data.value_of[i]
             if j is not None:
-                by_form.setdefault(_form(data.values[j]), []).append(data.values[j])
+                form = _form(data.values[j])
+                by_form.setdefault(form, []).append(data.values[j])
+                self.form_req[form] = self.form_req.get(form, 0) | 1 << i
         for form, values in by_form.items():
             distinct = list({_canon(v): v for v in values}.values())
             base = data.rejects(build_schema(form, []))
@@ -482,8 +485,10 @@ class _Fit:
         return max(ok, key=lambda s: (_f1(self.counts(s)), -s.cost, -len(s.constraints)))
 
     def tightest(self, form: str) -> _State:
-        """Every constraint of the family that rejects no labelled request: the narrowest schema keeping them all."""
-        keep = tuple(c for c in self.families[form] if not (self.rej[form + c.key()][0] & self.req & self.data.mode))
+        """Every constraint of the form's family that rejects none of its labelled requests: the narrowest schema
+        of the form keeping them all."""
+        mine = self.form_req.get(form, 0)
+        keep = tuple(c for c in self.families[form] if not (self.rej[form + c.key()][0] & mine))
         return self.state(form, keep)
 
 
@@ -748,7 +753,9 @@ def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
             what = "that carry " + (", ".join(f"`{k}`" for k in extra[:5]) or "other keys")
         if answers:
             text = (f"`{c.text}` rejects the {len(answers)} answer(s) {what} ({_some(answers)})"
-                    + (f"; {alone} labelled output(s) only it rejects" if alone != len(answers) else ""))
+                    + (f"; {alone} labelled output(s) only it rejects" if alone and alone != len(answers) else "")
+                    + ("; another constraint rejects each of them too: it is there so the schema is not loose "
+                       "(without it, {} would be taken as a request: lint's loose-request-match)" if not alone else ""))
         else:
             text = ("`" + c.text + "` rejects no labelled answer: it is there so the schema is not loose (without "
                     "it, {} or a final-looking object such as {\"answer\": ...} would be taken as a request: lint's "

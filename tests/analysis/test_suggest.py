@@ -404,3 +404,41 @@ def test_next_to_label_asks_for_the_missing_label_and_skips_json_already_labelle
     # no answer labelled yet: what the suggestion takes for answers comes first; the other copies of q0's JSON last
     assert all(o.round in (2, 3) for o in first[:2])
     assert all(not (o.round == 1) for o in s.next_to_label(8)[:8])
+
+
+def test_the_suggestion_as_an_experiment_variant_is_rejudged_without_a_model_call(tmp_path):
+    from ladr_lab import experiment, load_ladder
+    from ladr_lab.models import ScriptedModel
+    root = Path(__file__).resolve().parents[2]
+    lad = load_ladder(root / "examples" / "research_small.yaml")
+    rows = [{"id": f"q{i}", "context": f"question {i}"} for i in range(3)]
+
+    def answers(messages, call):
+        return '{"files": ["retrieve/dedup.md"]}' if call.round == 1 else '{"answer": "Dedup is per step."}'
+    exp = experiment({"base": lad}, rows, model=ScriptedModel(answers, reads_schemas=False), out=tmp_path / "e",
+                     progress=False)
+    labels = {(f"q{i}", "research", r): ("request" if r == 1 else "answer") for i in range(3) for r in (1, 2)}
+    s = suggest_request_match(exp.traces("base"), labels=labels, folds=0)
+    assert s.schema == {"type": "object", "required": ["files"]}
+
+    def refuse(messages, call):
+        raise AssertionError("the model was called")
+    again = experiment({"base": lad, "suggested": s.to_ladder(lad)}, rows,
+                       model=ScriptedModel(refuse, reads_schemas=False), out=tmp_path / "e", rejudge="only",
+                       progress=False)
+    cells = [r for r in again.rows if r["variant"] == "suggested"]
+    assert len(cells) == 3 and all(r["status"] == "completed" for r in cells)
+    assert all(r["source"] != "run" for r in cells)
+
+
+def test_with_both_forms_labelled_an_answer_collides_only_with_requests_of_its_own_form():
+    rows = {}
+    for i in range(6):
+        rows[f"q{i}"] = [(json.dumps({"files": [f"a/{i}.md"]}), "request"),
+                         (json.dumps({"request": {"glob": f"d{i}/*.md"}}), "request"),
+                         (json.dumps({"answer": f"a{i}", "source": f"a/{i}.md"}), "answer")]
+    traces, labels = data_set(rows, system="")
+    s = suggest_request_match(traces, labels=labels, folds=0, system_prompt="")
+    assert not s.collisions and s.best is not None
+    assert {f.form for f in s.frontier} == {"bare", "wrapped"}       # each form's best, each missing the other's
+    assert (s.best.tp, s.best.fp) == (6, 0)
