@@ -290,10 +290,11 @@ def suggestion_html(s: Suggestion, *, frontier: bool = True) -> str:
                         "these labelled outputs apart, so none is suggested (fix the labels, or the outputs collide):",
                         table(["collision", "requests", "answers", "JSON"], rows), cls="ladr-collisions"))
     if s.unreachable:
-        body.append(note(f"{plural(len(s.unreachable), 'request-labelled output')} no schema can make fetch (no JSON, "
-                         "or JSON naming no retrieval mode): " + ", ".join(f"{k[0]} r{k[3]}" for k in s.unreachable[:8])))
+        body.append(tag("div", note(f"{plural(len(s.unreachable), 'request-labelled output')} no schema can make fetch "
+                                    "(no JSON, or JSON naming no retrieval mode): "
+                                    + ", ".join(f"{k[0]} r{k[3]}" for k in s.unreachable[:8])), cls="ladr-unreachable"))
     for text, why in s.left_out:
-        body.append(note(f"left out: {text} ({why})"))
+        body.append(tag("div", note(f"left out: {text} ({why})"), cls="ladr-left-out"))
     if s.best is not None:
         b = s.best
         expl = tag("ul", *[tag("li", e.text) for e in b.explanations])

@@ -714,6 +714,8 @@ def _text(s: Suggestion) -> str:
             lines.append(f"  - {e.text}")
     elif not s.collisions:
         lines.append("no schema suggested: " + s._why_none())
+    if not s.folds and s.tuning.labels:
+        lines.append("not cross-validated: fewer than two labelled outputs")
     if s.folds:
         cv = s.cross_validated()
         lines.append(f"cross-validated ({cv['folds']} folds, each fitted without its labels): precision "
@@ -811,15 +813,16 @@ def _masks(outputs: list[RoundOutput], labels: Mapping[Key, str]) -> tuple[int, 
 
 
 def _folds(data: _Data, req: int, ans: int, k: int) -> list[Fold]:
-    """Stratified k-fold: the labelled outputs of each label dealt round-robin in order; each fold's schema fitted
-    on the other folds' labels and judged on its own (empty when a label has fewer outputs than two)."""
-    r, a = _bits(req), _bits(ans)
-    k = min(k, len(r), len(a))
+    """Stratified k-fold: the labelled outputs, requests then answers, each in output order, dealt round-robin (so
+    each fold holds its share of each label, as far as there are enough); each fold's schema fitted on the other
+    folds' labels and judged on its own (none with fewer than two labelled outputs)."""
+    order = _bits(req) + _bits(ans)
+    k = min(k, len(order))
     if k < 2:
         return []
     out = []
     for f in range(k):
-        held = sum(1 << i for n, i in enumerate(r) if n % k == f) | sum(1 << i for n, i in enumerate(a) if n % k == f)
+        held = sum(1 << i for n, i in enumerate(order) if n % k == f)
         fit = _Fit(data, req & ~held, ans & ~held)
         st = fit.best()
         if st is None:

@@ -176,7 +176,9 @@ def cmd_tune(a) -> int:
         if suggestion is not None and (a.suggest or a.suggest_out):
             print()
             print(suggestion.to_text())
-        if a.next:
+        if a.next and not nexts:
+            print("\nevery output is labelled: nothing to label next")
+        elif a.next:
             print(f"\nlabel next ({len(nexts)} of the unlabelled output(s), the one whose label would most change the "
                   "suggestion first):")
             for o in nexts:
