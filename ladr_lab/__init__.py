@@ -18,6 +18,7 @@ from .analysis import (
     RunDiff,
     SchemaTuning,
     SectionDiff,
+    Suggestion,
     diff_prompts,
     diff_runs,
     lint,
@@ -56,6 +57,7 @@ from .experiments import (
     load_evaluation,
     load_experiment,
     load_results,
+    suggest_request_match,
     tune_request_match,
 )
 from .jsonx import NO_JSON, extract, extract_json
@@ -135,6 +137,7 @@ __all__ = [
     "SlateStore",
     "SnapshotGone",
     "SourceResolutionError",
+    "Suggestion",
     "Trace",
     "TraceError",
     "UsageError",
@@ -163,6 +166,7 @@ __all__ = [
     "round_diff",
     "run_ladder",
     "save_labels",
+    "suggest_request_match",
     "tune_request_match",
     "watch",
 ]

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import html as _html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "COLORS", "Displayable", "Html", "PLAIN_TABLE_STYLE", "badge", "bar_chart", "clip", "concat", "details", "esc",
-    "fmt_bytes", "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "page", "plural", "pre", "render",
-    "root", "table", "tag", "wanted",
+    "COLORS", "Displayable", "Html", "PLAIN_TABLE_STYLE", "badge", "bar_chart", "bar_rows", "clip", "concat",
+    "details", "esc", "fmt_bytes", "fmt_cost", "fmt_int", "join", "json_text", "kv_table", "note", "page", "plural",
+    "pre", "render", "root", "scatter_chart", "table", "tag", "wanted",
 ]
 
 # One palette for every view: statuses of fetched entries, verdict tags, write and run statuses. Colours are
@@ -213,6 +213,126 @@ def bar_chart(values: Sequence[float], labels: Sequence[str] | None = None, *, w
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
            f'aria-label="{esc(title)}" style="display:block">{"".join(bars)}</svg>')
     return concat(Html(svg), note(f"{title} (max {fmt_int(top)})") if title else None)
+
+
+# Charts are inline SVG written here, not matplotlib (a PNG: no hover, a heavy import) nor Altair/Vega-Lite (drawn
+# by JavaScript, which GitHub's notebook view strips and an offline page must bundle): an SVG in an HTML output
+# shows in JupyterLab, in a saved notebook on nbviewer and GitHub, and in a static page, and each mark's <title> is
+# its tooltip there; every chart is shown beside a table of its numbers (docs/widgets.md, "Charts").
+CHART_COLORS = ("#0969da", "#1a7f37", "#bc4c00", "#8250df", "#6e7781", "#cf222e", "#0a7480", "#9a6700")
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and x == x
+
+
+def _f(x: Any) -> float:
+    """A chart's value as a float (checked by `_num` first)."""
+    return float(x)
+
+
+def scatter_chart(points: Sequence[Mapping[str, Any]], *, x_label: str = "recall", y_label: str = "precision",
+                  size: int = 300, title: str = "") -> Html:
+    """An inline SVG scatter plot on [0, 1] × [0, 1]: each point a dict with `x`, `y`, `label` (its tooltip, with
+    the figures), optional `group` (one colour and legend entry each), `marked` (drawn larger, ringed, named) and
+    `href` (a click follows it: `#id` of the part that shows it); a point without both figures is left out."""
+    pad_l, pad_b, pad_t, pad_r = 42, 34, 10, 12
+    w = h = size
+    plot_w, plot_h = w - pad_l - pad_r, h - pad_t - pad_b
+    groups = list(dict.fromkeys(str(p.get("group", "")) for p in points))
+    color = {g: CHART_COLORS[i % len(CHART_COLORS)] for i, g in enumerate(groups)}
+    parts = [f'<rect x="{pad_l}" y="{pad_t}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#d0d7de"/>']
+    for t in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x, y = pad_l + t * plot_w, pad_t + (1 - t) * plot_h
+        parts.append(f'<line x1="{x:.1f}" y1="{pad_t}" x2="{x:.1f}" y2="{pad_t + plot_h}" stroke="#eaeef2"/>'
+                     f'<line x1="{pad_l}" y1="{y:.1f}" x2="{pad_l + plot_w}" y2="{y:.1f}" stroke="#eaeef2"/>'
+                     f'<text x="{x:.1f}" y="{pad_t + plot_h + 13}" font-size="10" text-anchor="middle" '
+                     f'fill="#57606a">{t:g}</text><text x="{pad_l - 4}" y="{y + 3:.1f}" font-size="10" '
+                     f'text-anchor="end" fill="#57606a">{t:g}</text>')
+    parts.append(f'<text x="{pad_l + plot_w / 2:.1f}" y="{h - 4}" font-size="11" text-anchor="middle" '
+                 f'fill="#24292f">{esc(x_label)}</text><text x="11" y="{pad_t + plot_h / 2:.1f}" font-size="11" '
+                 f'text-anchor="middle" fill="#24292f" transform="rotate(-90 11 {pad_t + plot_h / 2:.1f})">'
+                 f'{esc(y_label)}</text>')
+    seen: dict[tuple[float, float], int] = {}
+    shown = 0
+    for p in sorted(points, key=lambda p: bool(p.get("marked"))):     # the marked one on top
+        px, py = p.get("x"), p.get("y")
+        if not (_num(px) and _num(py)):
+            continue
+        shown += 1
+        k = (round(_f(px), 3), round(_f(py), 3))
+        n = seen[k] = seen.get(k, -1) + 1            # points at one place fan out a little, so each can be hovered
+        cx = pad_l + _f(px) * plot_w + (n % 3 - 1) * 5 * (n > 0)
+        cy = pad_t + (1 - _f(py)) * plot_h - (n // 3) * 5 * (n > 0)
+        c = color[str(p.get("group", ""))]
+        r = 7 if p.get("marked") else 4.5
+        ring = ' stroke="#24292f" stroke-width="2"' if p.get("marked") else ' stroke="#ffffff" stroke-width="1"'
+        dot = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{c}" fill-opacity="0.85"{ring}>'
+               f'<title>{esc(p.get("label", ""))}</title></circle>')
+        if p.get("href"):
+            dot = f'<a href="{esc(p["href"])}">{dot}</a>'
+        parts.append(dot)
+        if p.get("marked"):
+            name = str(p.get("name") or "")
+            ty = cy - 9 if cy > pad_t + 16 else cy + 19        # below the point when it sits at the top edge
+            parts.append(f'<text x="{cx - 9:.1f}" y="{ty:.1f}" font-size="11" font-weight="600" text-anchor="end" '
+                         f'fill="#24292f">{esc(name)}</text>')
+    legend = "".join(f'<span style="margin-right:10px;white-space:nowrap"><svg width="10" height="10" '
+                     f'style="vertical-align:middle"><circle cx="5" cy="5" r="4.5" fill="{color[g]}"/></svg> '
+                     f'{esc(g)}</span>' for g in groups if g)
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+           f'aria-label="{esc(title or f"{y_label} against {x_label}")}" class="ladr-chart" '
+           f'style="display:block">{"".join(parts)}</svg>')
+    return concat(Html(svg), tag("div", Html(legend), style="font-size:11px;color:#57606a") if legend else None,
+                  note(f"{title} ({shown} point(s); hover one for its figures)") if title else None)
+
+
+def bar_rows(rows: Sequence[Mapping[str, Any]], *, max_value: float | None = None, width: int = 300,
+             fmt: Any = None, title: str = "") -> Html:
+    """An inline SVG chart of horizontal bars, one a row: each a dict with `label`, `value`, optional `title`
+    (its tooltip), `group` (a colour each), `whisker` (a second value drawn as a line: p95 beside p50) and
+    `heading` (a row that only names the bars under it); `fmt` writes a value (default: 0.00)."""
+    fmt = fmt or (lambda v: f"{v:.2f}")
+    label_w, value_w, bar_h, gap = 150, 64, 14, 4
+    values = [_f(r["value"]) for r in rows if _num(r.get("value"))] + \
+        [_f(r["whisker"]) for r in rows if _num(r.get("whisker"))]
+    top = max_value if max_value is not None else (max(values) if values else 1.0) or 1.0
+    groups = list(dict.fromkeys(str(r.get("group", "")) for r in rows if not r.get("heading")))
+    color = {g: CHART_COLORS[i % len(CHART_COLORS)] for i, g in enumerate(groups)}
+    parts, y = [], 0
+    for r in rows:
+        if r.get("heading"):
+            parts.append(f'<text x="0" y="{y + 11}" font-size="11" font-weight="600" fill="#24292f">'
+                         f'{esc(r["heading"])}</text>')
+            y += bar_h + gap
+            continue
+        v = r.get("value")
+        tip = esc(r.get("title") or f"{r.get('label', '')}: {fmt(v) if _num(v) else '-'}")
+        parts.append(f'<text x="{label_w - 6}" y="{y + 11}" font-size="11" text-anchor="end" fill="#24292f">'
+                     f'{esc(str(r.get("label", ""))[:24])}<title>{tip}</title></text>')
+        if _num(v):
+            bw = max(1.0, width * min(_f(v), top) / top)
+            parts.append(f'<rect x="{label_w}" y="{y}" width="{bw:.1f}" height="{bar_h}" fill="'
+                         f'{color[str(r.get("group", ""))]}" fill-opacity="0.75"><title>{tip}</title></rect>')
+            wv = r.get("whisker")
+            if _num(wv):
+                wx = label_w + width * min(_f(wv), top) / top
+                parts.append(f'<line x1="{label_w + bw:.1f}" y1="{y + bar_h / 2}" x2="{wx:.1f}" y2="{y + bar_h / 2}" '
+                             f'stroke="#24292f" stroke-width="1"><title>{tip}</title></line><line x1="{wx:.1f}" '
+                             f'y1="{y + 2}" x2="{wx:.1f}" y2="{y + bar_h - 2}" stroke="#24292f"><title>{tip}</title>'
+                             f'</line>')
+            parts.append(f'<text x="{label_w + width + 6}" y="{y + 11}" font-size="11" fill="#57606a">'
+                         f'{esc(fmt(_f(v)))}</text>')
+        else:
+            parts.append(f'<text x="{label_w + 4}" y="{y + 11}" font-size="11" fill="#57606a">-</text>')
+        y += bar_h + gap
+    legend = "".join(f'<span style="margin-right:10px;white-space:nowrap"><svg width="10" height="10" '
+                     f'style="vertical-align:middle"><rect width="10" height="10" fill="{color[g]}"/></svg> '
+                     f'{esc(g)}</span>' for g in groups if g and len(groups) > 1)
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + width + value_w}" height="{max(y, 1)}" '
+           f'role="img" aria-label="{esc(title)}" class="ladr-chart" style="display:block">{"".join(parts)}</svg>')
+    return concat(tag("div", title, style="font-size:12px;font-weight:600;margin:4px 0") if title else None,
+                  Html(svg), tag("div", Html(legend), style="font-size:11px;color:#57606a") if legend else None)
 
 
 def fmt_int(n: float | int | None) -> str:

@@ -20,6 +20,7 @@ CASES = {
     "retrieval": ["--sparse-only", "--queries", "8", "--max-docs", "150", "--rounds", "1"],
     "server_bounds": ["--docs", "200", "--clients", "2", "--pings", "2", "--reps", "1"],
     "tuning": ["--rows", "20", "--repeat", "1"],
+    "suggest": ["--outputs", "60", "--repeat", "1", "--limit", "3"],
     "reports": ["--rows", "20", "--reps", "1"],
     "streaming": ["--quick", "--no-local"],
 }

@@ -20,6 +20,7 @@ from ..display import (
     plural,
     pre,
     root,
+    scatter_chart,
     table,
     tag,
 )
@@ -28,10 +29,12 @@ if TYPE_CHECKING:
     from .diff import RunDiff
     from .lint import Finding, LintReport
     from .rejudge import Rejudging
+    from .suggest import Suggestion
     from .tuning import SchemaTuning
 
-__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "lint_html", "rejudging_html", "tuning_html",
-           "tuning_outputs_html", "tuning_scores_html", "verdict_badge", "where_label"]
+__all__ = ["ROWS", "diff_html", "diff_rows_html", "finding_html", "flips_html", "frontier_html", "frontier_points",
+           "lint_html", "rejudging_html", "suggestion_html", "tuning_html", "tuning_outputs_html", "tuning_scores_html",
+           "verdict_badge", "where_label"]
 
 ROWS = 200
 
@@ -208,3 +211,111 @@ def tuning_html(t: SchemaTuning, max_rows: int = ROWS) -> str:
         body.append(details(tag("b", title), tuning_outputs_html(rows, t.variants, 0, max_rows),
                             open=len(rows) <= 40))
     return root(*body, cls="ladr-tuning", title="requestMatch tuning")
+
+
+def _group(name: str, suggested: set[str]) -> str:
+    if name == "recorded":
+        return "recorded (what the run decided)"
+    if name == "genson":
+        return "genson (requests only)"
+    return "suggested" if name in suggested else "hand-written"
+
+
+def frontier_points(t: SchemaTuning, suggested: set[str] | None = None, chosen: str | None = None,
+                    anchor: str | None = None) -> list[dict]:
+    """A point per variant of the tuning (precision against recall on the labels) for `scatter_chart`: its group
+    (recorded, hand-written, suggested, genson), its figures as its tooltip, `chosen` marked, and with `anchor` a
+    link to the part listing its flips (`#{anchor}-{variant}`)."""
+    suggested = suggested or set()
+    out = []
+    for r in t.score_rows():
+        name = r["variant"]
+        out.append({"x": r["recall"], "y": r["precision"], "name": name, "group": _group(name, suggested),
+                    "marked": name == chosen, "href": f"#{anchor}-{name}" if anchor else None,
+                    "label": f"{name}: precision {_num(r['precision'])}, recall {_num(r['recall'])}, F1 {_num(r['f1'])} "
+                             f"(tp {r['tp']}, fp {r['fp']}, fn {r['fn']}, tn {r['tn']}; {r['labelled']} labelled)"})
+    return out
+
+
+def flips_html(t: SchemaTuning, variant: str, against: str = "recorded", max_rows: int = 40) -> Html:
+    """The outputs `variant` judges otherwise than `against` (default: what the run decided), each with its label
+    (✗ where the variant is wrong)."""
+    rows = []
+    for i, o in enumerate(t.outputs):
+        a, b = t.verdicts[against][i].verdict, t.verdicts[variant][i].verdict
+        if a == b or b is None:
+            continue
+        label = t.label_of(o)
+        wrong = label is not None and b != label
+        text = " ".join(o.output.split())
+        rows.append([where_label({"step": o.step, "node": o.node, "round": o.round, "iteration": o.iteration}),
+                     o.row, verdict_badge(a), verdict_badge(b),
+                     concat(label or "", tag("span", " ✗", style="color:#cf222e") if wrong else None),
+                     tag("code", text[:160] + ("…" if len(text) > 160 else ""))])
+    if not rows:
+        return note(f"{variant} judges every output as {against} does")
+    shown = table(["where", "row", against, variant, "label", "output"], rows[:max_rows], cls="ladr-flips")
+    return concat(note(f"{plural(len(rows), 'output')} {variant} judges otherwise than {against}"), shown,
+                  note(f"… and {len(rows) - max_rows} more") if len(rows) > max_rows else None)
+
+
+def frontier_html(t: SchemaTuning, suggested: set[str] | None = None, chosen: str | None = None,
+                  anchor: str = "ladr-frontier") -> Html:
+    """The frontier chart (precision against recall, a point per variant, `chosen` marked, a click on a point
+    opening its flips below) beside the table of its figures, and each variant's flips, collapsed."""
+    points = frontier_points(t, suggested, chosen, anchor)
+    chart = scatter_chart(points, title="precision against recall on the labels, a point per requestMatch")
+    rows = [[tag("b", p["name"]) if p["marked"] else p["name"], p["group"], _num(p["y"]), _num(p["x"]),
+             _num(s["f1"]), f"{s['tp']}/{s['fp']}/{s['fn']}/{s['tn']}"]
+            for p, s in zip(points, t.score_rows(), strict=True)]
+    figures = table(["variant", "kind", "precision", "recall", "F1", "tp/fp/fn/tn"], rows, cls="ladr-frontier-table")
+    flips = [tag("div", details(tag("b", f"flips of {n}"), flips_html(t, n), open=False), id=f"{anchor}-{n}")
+             for n in t.variants if n != "recorded"]
+    return concat(tag("div", tag("div", chart, style="flex:0 0 auto"), tag("div", figures, style="flex:1 1 320px"),
+                      style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start"), *flips)
+
+
+def suggestion_html(s: Suggestion, *, frontier: bool = True) -> str:
+    """A Suggestion as static HTML: collisions first (when the labels cannot be separated), the suggested schema
+    with each constraint explained, the cross-validation folds, the frontier chart with its table and flips
+    (`frontier=False`: without it, for a view that draws its own)."""
+    import json
+    body: list = [tag("div", f"step {s.step}: {plural(len(s.tuning.outputs), 'output')}, "
+                             f"{plural(len(s.tuning.labels), 'label')}")]
+    if s.collisions:
+        rows = [[c.kind, ", ".join(f"{k[0]} r{k[3]}" for k in c.requests[:5]) or "-",
+                 ", ".join(f"{k[0]} r{k[3]}" for k in c.answers[:5]), tag("code", c.value[:120])]
+                for c in s.collisions]
+        body.append(tag("div", badge("cannot be separated", COLORS.get("error")), " no schema of the family tells "
+                        "these labelled outputs apart, so none is suggested (fix the labels, or the outputs collide):",
+                        table(["collision", "requests", "answers", "JSON"], rows), cls="ladr-collisions"))
+    if s.unreachable:
+        body.append(tag("div", note(f"{plural(len(s.unreachable), 'request-labelled output')} no schema can make fetch "
+                                    "(no JSON, or JSON naming no retrieval mode): "
+                                    + ", ".join(f"{k[0]} r{k[3]}" for k in s.unreachable[:8])), cls="ladr-unreachable"))
+    for text, why in s.left_out:
+        body.append(tag("div", note(f"left out: {text} ({why})"), cls="ladr-left-out"))
+    if s.best is not None:
+        b = s.best
+        expl = tag("ul", *[tag("li", e.text) for e in b.explanations])
+        body.append(tag("div", tag("b", "suggested requestMatch"),
+                        note(f"  precision {_num(b.precision)}, recall {_num(b.recall)}, F1 {_num(b.f1)} on the "
+                             f"labels (tp {b.tp}, fp {b.fp}, fn {b.fn}, tn {b.tn})"),
+                        pre(json.dumps(b.schema, indent=2, ensure_ascii=False), 4000), tag("b", "why each constraint"),
+                        expl, cls="ladr-suggested"))
+    elif not s.collisions:
+        body.append(note("no schema suggested: " + s._why_none()))
+    if s.folds:
+        cv = s.cross_validated()
+        rows = [[str(f.fold), str(f.held_out), f"{f.tp}/{f.fp}/{f.fn}/{f.tn}", _num(f.f1)] for f in s.folds]
+        rows.append([tag("b", "all"), str(sum(f.held_out for f in s.folds)),
+                     f"{cv['tp']}/{cv['fp']}/{cv['fn']}/{cv['tn']}", tag("b", _num(cv["f1"]))])
+        body.append(tag("div", tag("b", "cross-validated"), note(f"  {len(s.folds)} folds: each schema fitted without "
+                        f"the labels it is judged on; precision {_num(cv['precision'])}, recall {_num(cv['recall'])}"),
+                        table(["fold", "held out", "tp/fp/fn/tn", "F1"], rows), cls="ladr-folds"))
+    names = {f.name for f in s.frontier}
+    if frontier:
+        body.append(tag("div", tag("b", "the frontier"), note("  (simplest first: " + ", ".join(
+            f"{f.name} {len(f.constraints)} constraint(s)" for f in s.frontier) + ")" if s.frontier else ""),
+            frontier_html(s.tuning, names, s.best.name if s.best else None, anchor=f"ladr-frontier-{id(s)}")))
+    return root(*body, cls="ladr-suggestion", title=f"suggested requestMatch for {s.step}")

@@ -153,6 +153,20 @@ def _recorded(e: LlmCall) -> Judged:
                    e.reason or "")
 
 
+def system_prompts(traces: list[tuple[str, Trace]]) -> dict[str, str]:
+    """The system message each retrieve step's first recorded call was sent, by step (what a suggestion checks the
+    prompt's request example against)."""
+    out: dict[str, str] = {}
+    for _row, trace in traces:
+        for e in trace.events:
+            if isinstance(e, LlmCall) and not e.caller and e.step not in out:
+                for m in e.messages:
+                    if isinstance(m, Mapping) and m.get("role") == "system":
+                        out[e.step] = str(m.get("content") or "")
+                        break
+    return out
+
+
 def collect_outputs(traces: list[tuple[str, Trace]], step: str | None = None) -> tuple[list[RoundOutput], dict[str, Any]]:
     """The outputs of every retrieve round of the run's own steps (not of child runs), in row order and, within a
     row, by step (in the order the run reached them), iteration, node and round; and each row's `labels` input."""
@@ -260,6 +274,7 @@ class SchemaTuning(Displayable):
     outputs: list[RoundOutput]
     verdicts: dict[str, list[Judged]]
     labels: dict[Key, str] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)     # each step's recorded system message
 
     @property
     def variants(self) -> list[str]:
@@ -284,6 +299,16 @@ class SchemaTuning(Displayable):
             self.labels.pop(key, None)
         else:
             self.labels[key] = got
+
+    def add_variant(self, name: str, value: Any, *, step: str | None = None) -> None:
+        """Judge every output by one more variant (a schema for `step` or the only retrieve step, `{step_id:
+        schema}`, a Ladder or a ladder path), as `tune_request_match` judges its variants; a name taken is judged
+        again ("recorded" excepted)."""
+        if not isinstance(name, str) or not name or name == RECORDED:
+            raise LadrError(f"a variant's name is a non-empty string other than {RECORDED!r}, not {name!r}")
+        steps = sorted({o.step for o in self.outputs})
+        judging = _Judging(_edits(name, value, step, steps), Judge())
+        self.verdicts[name] = [judging(o) for o in self.outputs]
 
     def save_label_sheet(self, path: str | Path) -> Path:
         """Write every output to a CSV to label by hand (row, step, node, round, iteration, label — blank where
@@ -452,8 +477,8 @@ def tune_request_match(source: Any, variants: Mapping[str, Any], *, labels: Any 
     for row, value in carried.items():
         got.update(input_labels(row, value, step, steps))
     got.update(to_labels(labels))
-    return SchemaTuning(outputs, verdicts, got)
+    return SchemaTuning(outputs, verdicts, got, system_prompts(traces))
 
 
 __all__ = ["COLUMNS", "NO_LABELS_HINT", "NO_MATCH", "RECORDED", "SCORE_COLUMNS", "Judged", "RoundOutput", "SchemaTuning", "collect_outputs",
-           "iter_sources", "tune_request_match"]
+           "iter_sources", "system_prompts", "tune_request_match"]

@@ -143,7 +143,21 @@ def cmd_tune(a) -> int:
             source = exp.traces(of)
         elif a.of:
             raise LadrError(f"--of names a variant of an experiment folder (one holding {MANIFEST})")
+        if a.next is not None and a.next < 1:
+            raise LadrError(f"--next {a.next}: give how many outputs to list, 1 or more")
+        if not (variants or a.suggest or a.next or a.write_labels):
+            raise LadrError("trace tune scores --variant NAME=FILE, or suggests one (--suggest), or says what to label "
+                            "next (--next N), or writes the sheet to label (--write-labels FILE): give at least one")
         tuning = tune_request_match(source, variants, labels=a.labels, step=a.step)
+        suggestion = None
+        if a.suggest or a.next or a.suggest_out:
+            from ..analysis import suggest_request_match
+            suggestion = suggest_request_match(tuning, step=a.step, folds=a.folds)
+            tuning = suggestion.tuning
+            if a.suggest_out and suggestion.schema is not None:
+                print(f"wrote the suggested requestMatch to {suggestion.save(a.suggest_out)} (score it with "
+                      f"--variant suggested={a.suggest_out})", file=sys.stderr)
+        nexts = suggestion.next_to_label(a.next) if suggestion is not None and a.next else []
         if a.write_labels:
             print(f"wrote {len(tuning.outputs)} output(s) to label to {tuning.save_label_sheet(a.write_labels)} "
                   "(fill the label column with request or answer; then --labels FILE)", file=sys.stderr)
@@ -151,10 +165,27 @@ def cmd_tune(a) -> int:
             scores = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
                       for r in tuning.score_rows()]
             wrong = {n: len([r for r in tuning.table_rows(n) if r["correct"] is False]) for n in tuning.variants}
-            print(json.dumps({"outputs": len(tuning.outputs), "labels": len(tuning.labels), "scores": scores,
-                              "wrong": wrong}, default=str))
-            return 0
+            out = {"outputs": len(tuning.outputs), "labels": len(tuning.labels), "scores": scores, "wrong": wrong}
+            if suggestion is not None:
+                out["suggestion"] = suggestion.to_dict()
+            if a.next:
+                out["next"] = [{"row": o.row, "step": o.step, "node": o.node, "round": o.round,
+                                "iteration": o.iteration, "output": o.output} for o in nexts]
+            print(json.dumps(out, default=str))
+            return 1 if a.suggest and suggestion is not None and suggestion.schema is None else 0
         print(tuning.to_text())
+        if suggestion is not None and (a.suggest or a.suggest_out):
+            print()
+            print(suggestion.to_text())
+        if a.next and not nexts:
+            print("\nevery output is labelled: nothing to label next")
+        elif a.next:
+            print(f"\nlabel next ({len(nexts)} of the unlabelled output(s), the one whose label would most change the "
+                  "suggestion first):")
+            for o in nexts:
+                text = " ".join(o.output.split())
+                print(f"  {o.row} {o.step}/{o.node} r{o.round}" + (f" i{o.iteration}" if o.iteration != 1 else "")
+                      + f"  {text[:100] + ('…' if len(text) > 100 else '')}")
         if a.wrong:
             rows = [r for r in tuning.table_rows(a.wrong) if r["correct"] is False]
             print(f"\n{len(rows)} labelled output(s) {a.wrong} judges against their label:")
@@ -162,7 +193,7 @@ def cmd_tune(a) -> int:
                 text = " ".join(str(r["output"]).split())
                 print(f"  {r['row']} {r['step']}/{r['node']} r{r['round']}: {r['verdict']} (labelled {r['label']})"
                       f"  {text[:100] + ('…' if len(text) > 100 else '')}")
-        return 0
+        return 1 if a.suggest and suggestion is not None and suggestion.schema is None else 0
     except (LadrError, KeyError) as exc:
         return _json_errors(a, exc if isinstance(exc, LadrError) else LadrError(str(exc).strip("'\"")))
 
@@ -198,8 +229,14 @@ def add_parser(sub) -> None:
     u.add_argument("source", nargs="+", help="an eval or experiment --out folder, a folder of traces, or trace files")
     u.add_argument("--of", metavar="VARIANT", help="in an experiment folder, whose cells' outputs (default: the first "
                                                    "variant's)")
-    u.add_argument("--variant", action="append", default=[], required=True, metavar="NAME=FILE",
+    u.add_argument("--variant", action="append", default=[], metavar="NAME=FILE",
                    help="a requestMatch schema (.json or .yaml) or an edited ladder; repeat for each variant")
+    u.add_argument("--suggest", action="store_true",
+                   help="suggest a requestMatch from the labels: the frontier, each constraint explained, the "
+                        "cross-validated figures, or the outputs that collide (exit 1 when none can be suggested)")
+    u.add_argument("--suggest-out", metavar="FILE.json", help="write the suggested schema to FILE.json")
+    u.add_argument("--next", type=int, metavar="N", help="list the N unlabelled outputs to label next")
+    u.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds of --suggest (0: none)")
     u.add_argument("--labels", metavar="FILE.csv", help="labels: row, step, round[, node], label (request|answer)")
     u.add_argument("--step", metavar="ID", help="only this retrieve step's rounds")
     u.add_argument("--write-labels", metavar="FILE.csv",

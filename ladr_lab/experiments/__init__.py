@@ -14,10 +14,10 @@ from .compare import Comparison
 from .file import ExperimentFile, ExperimentFileErrors, load_experiment_file
 from .results import Evaluation, Experiment, load_evaluation, load_experiment, load_results
 from .runner import evaluate, experiment
-from .tuning import tune_request_match
+from .tuning import suggest_request_match, tune_request_match
 from .variants import Variant, load_variants
 
 __all__ = ["Assertion", "AssertionResult", "CellResult", "CellSource", "Comparison", "Evaluation", "Experiment",
            "ExperimentFile", "ExperimentFileErrors", "Variant", "evaluate", "experiment", "load_asserts",
            "load_evaluation", "load_experiment", "load_experiment_file", "load_results", "load_variants",
-           "tune_request_match"]
+           "suggest_request_match", "tune_request_match"]

@@ -19,6 +19,7 @@ from ..analysis.html import ROWS
 from ..display import (
     Html,
     badge,
+    bar_rows,
     concat,
     details,
     fmt_cost,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from .results import Evaluation, Experiment
 
 __all__ = ["CHANGE_COLORS", "FAILURES", "PAGE_CELLS", "PAGE_DIFFS", "PAGE_STYLE", "cell_details_html", "cell_kind", "cell_label",
-           "cell_mark", "cell_title", "cells_html", "change_badge", "comparison_html", "comparison_page",
+           "cell_mark", "cell_title", "cells_html", "change_badge", "charts_html", "comparison_html", "comparison_page",
            "comparison_summary_html", "evaluation_html",
            "evaluation_page", "evaluation_rows_html", "experiment_html", "experiment_page", "failures_html",
            "grid_html", "reasons_html", "summary_html"]
@@ -128,6 +129,41 @@ def summary_html(exp: Experiment) -> Html:
                      _secs(s["p95_s"]), str(s["rejudged"])])
     return table(["variant", "pass rate", "passed", "completed", "calls/cell", "tokens", "cost", "p50", "p95",
                   "re-judged"], rows, cls="ladr-exp-summary")
+
+
+def charts_html(exp: Experiment) -> Html:
+    """Charts of an experiment, each beside the table of its numbers: the pass rate per variant, per assertion
+    (a bar per variant), and the latency per variant (p50 a bar, p95 its whisker); every bar's tooltip has its
+    figures."""
+    rows = exp.summary_rows()
+    names = exp.assertion_names()
+    bars = [{"label": s["variant"], "value": s["pass_rate"], "group": s["variant"],
+             "title": f"{s['variant']}: {s['passed']} of {s['cells']} cells passed ({_rate(s['pass_rate'])})"}
+            for s in rows]
+    per: list[dict] = []
+    for n in names:
+        per.append({"heading": n})
+        per += [{"label": s["variant"], "value": s.get(n), "group": s["variant"],
+                 "title": f"{n}, {s['variant']}: {_rate(s.get(n))} of the cells it checked passed"} for s in rows]
+    lat = [{"label": s["variant"], "value": s["p50_s"], "whisker": s["p95_s"], "group": s["variant"],
+            "title": f"{s['variant']}: p50 {_secs(s['p50_s'])}, p95 {_secs(s['p95_s'])} a cell"} for s in rows]
+    table_rows = [[s["variant"], _rate(s["pass_rate"]), *[_rate(s.get(n)) for n in names], _secs(s["p50_s"]),
+                   _secs(s["p95_s"])] for s in rows]
+    numbers = table(["variant", "pass rate", *names, "p50", "p95"], table_rows, cls="ladr-exp-chart-numbers")
+    charts = tag("div", bar_rows(bars, max_value=1.0, fmt=_pct_label, title="pass rate per variant"),
+                 bar_rows(per, max_value=1.0, fmt=_pct_label, title="pass rate per assertion") if names else None,
+                 bar_rows(lat, fmt=lambda v: f"{v:.1f} s", title="latency per cell (p50 bar, p95 whisker)"),
+                 style="flex:0 0 auto")
+    return tag("div", charts, tag("div", numbers, style="flex:1 1 280px"), cls="ladr-exp-charts",
+               style="display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start")
+
+
+def _pct_label(v: float) -> str:
+    return f"{v:.0%}"
+
+
+def _rate(v: Any) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0%}"
 
 
 def _disagree(diff: Mapping[str, Any] | None, a: str, b: str) -> Html:

@@ -8,11 +8,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analysis import SchemaTuning
+from ..analysis import SchemaTuning, Suggestion
+from ..analysis import suggest_request_match as _suggest
 from ..analysis import tune_request_match as _tune
 from .results import is_results_folder, load_results
 
-__all__ = ["as_source", "tune_request_match"]
+__all__ = ["as_source", "suggest_request_match", "tune_request_match"]
 
 
 def as_source(source: Any) -> Any:
@@ -27,3 +28,12 @@ def tune_request_match(source: Any, variants: Mapping[str, Any], *, labels: Any 
     """`analysis.tune_request_match` over `source`, which may also be an evaluation's or experiment's output folder
     (its rows by id, in input order; an experiment's cells as `variant/row`)."""
     return _tune(as_source(source), variants, labels=labels, step=step)
+
+
+def suggest_request_match(source: Any, *, labels: Any = None, step: str | None = None, ladder: Any = None,
+                          variants: Mapping[str, Any] | None = None, folds: int = 5,
+                          system_prompt: str | None = None) -> Suggestion:
+    """`analysis.suggest_request_match` over `source`, which may also be an evaluation's or experiment's output
+    folder (read as `tune_request_match` reads it)."""
+    return _suggest(as_source(source), labels=labels, step=step, ladder=ladder, variants=variants, folds=folds,
+                    system_prompt=system_prompt)

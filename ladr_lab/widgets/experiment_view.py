@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..display import badge, concat, fmt_cost, join, kv_table, note, pre, tag
+from ..display import badge, concat, details, fmt_cost, join, kv_table, note, pre, tag
 from ..errors import LadrError
 from ..experiments import CellResult, Evaluation, Experiment, load_evaluation, load_experiment
 from ..experiments.html import (
     cell_kind,
     cell_label,
     cell_title,
+    charts_html,
     evaluation_html,
     evaluation_rows_html,
     experiment_html,
@@ -81,6 +82,8 @@ class ExperimentView(View):
                 raise KeyError(f"no variant {name!r} (variants: {', '.join(variants)})")
         self.header = html(self._header_html())
         self.summary = html(str(summary_html(exp)), cls="ladr-exp-summary-box")
+        self.charts = html(str(details(tag("b", "charts: pass rate per variant and per assertion, latency"),
+                                       charts_html(exp), open=True)), cls="ladr-exp-charts-box")
         wide = {"description_width": "initial"}
         self.variant_a = w.Dropdown(options=variants, value=a or None, description="compare", style=wide,
                                     layout=w.Layout(width="auto"))
@@ -111,7 +114,7 @@ class ExperimentView(View):
         controls = w.HBox([self.variant_a, self.variant_b, self.only_disagree, self.only_failures],
                           layout=w.Layout(align_items="center", flex_flow="row wrap", grid_gap="0 12px"))
         pager = w.HBox([self.prev, self.page_label, self.next], layout=layout("row", align_items="center"))
-        self.widget = self._root([style, self.header, self.summary, controls, pager, self.grid,
+        self.widget = self._root([style, self.header, self.summary, self.charts, controls, pager, self.grid,
                                   html(str(note("click a cell to open its trace and its diff against the other "
                                                 "variant; hover it for why it failed; ↻: re-judged, not run")),
                                        cls="ladr-exp-hint"), self.cell_box])
@@ -313,8 +316,8 @@ class ExperimentView(View):
         return head_html(join(parts))
 
     def static_html(self) -> str:
-        """The experiment as a static view, for a notebook saved without widget state."""
-        return experiment_html(self.experiment, max_rows=self.page, pair=self.pair)
+        """The experiment as a static view, for a notebook saved without widget state (its charts after it)."""
+        return experiment_html(self.experiment, max_rows=self.page, pair=self.pair) + self.charts.value
 
     def _header_html(self) -> str:
         exp = self.experiment

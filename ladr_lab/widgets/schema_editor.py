@@ -7,6 +7,8 @@ keywords its dialect does not know (`requried`), all by `config.iter_schema_prob
 output of the step (in one trace, several, or a whole evaluation) is judged again with `rejudge` (no model call).
 Each flip is listed with the deciding keyword and its schema and instance paths, and what it would change
 downstream. Lint's findings for the step are shown for the edited ladder.
+**Suggest** (given `labels=` for the recorded outputs) puts the requestMatch `suggest_request_match` fits to the
+labels in the box, so its flips show as an edit's do, with each constraint explained (or the outputs that collide).
 `apply()` returns the edited Ladder (its YAML rewritten in place, see `config/rewrite.py`) and `to_yaml()`
 its text; the Apply button warns when the edit also changes other steps (a schema shared through a YAML
 anchor) or when the ladder had to be written out again, losing its comments (`editor.rewrite.warnings`).
@@ -72,7 +74,7 @@ class RequestMatchEditor(View):
 
     def __init__(self, ladder: Ladder | str | Path, step: str, trace: Any = None, evaluation: Any = None, *,
                  test: str = "requestMatch", format: str = "yaml", slates: dict | None = None,
-                 debounce: float | None = None) -> None:
+                 debounce: float | None = None, labels: Any = None) -> None:
         super().__init__()
         w = ipw()
         self.ladder = Ladder.of(ladder)
@@ -84,6 +86,11 @@ class RequestMatchEditor(View):
         self.original_text = schema_text(self.ladder, step, test)      # ConfigError when the step has none
         self.original: dict = current_schema(self.ladder.step(step), test)
         self.traces = _traces(trace, evaluation)
+        self.labels = labels
+        # what Suggest reads: the batch run (its rows named by id, as labels name them), else the traces given
+        self._source = as_source(evaluation) if evaluation is not None else (
+            list(trace) if isinstance(trace, (list, tuple)) else [trace] if trace is not None else [])
+        self.suggestion: Any = None
         recorded = sum(len(t.calls()) for _, t in self.traces)
         # re-judging costs about what validating each recorded output costs (jsonschema: ~0.1 ms each): with many,
         # judge once typing pauses, on a timer thread, so keystrokes never queue up behind re-judges
@@ -126,6 +133,9 @@ class RequestMatchEditor(View):
                                      tooltip="make the edited ladder (editor.applied)")
         self.export_button = w.Button(description="Export YAML", tooltip="show the whole edited ladder's YAML")
         self.revert_button = w.Button(description="Revert", tooltip="back to the ladder's schema")
+        self.suggest_button = w.Button(description="Suggest", tooltip="fit the requestMatch to the labels of the "
+                                       "recorded outputs (labels=): the schema goes in the box, its flips below",
+                                       disabled=test != "requestMatch")
         self.export = w.Textarea(layout=w.Layout(width="100%", height="16em", display="none"))
         self.export.add_class("ladr-export")
         self.message = html()
@@ -134,13 +144,14 @@ class RequestMatchEditor(View):
         title = html(head_html(tag("b", f"{test} of step {step}"), note(f"  ({self.ladder.name}; {where})")))
         self.widget = self._root([title, self.format, self.text, self.errors_html, self.summary, self.flips_pager,
                                   self.flips_html,
-                                  self.lint_html, w.HBox([self.apply_button, self.export_button, self.revert_button]),
+                                  self.lint_html, w.HBox([self.apply_button, self.export_button, self.revert_button, self.suggest_button]),
                                   self.message, self.export])
         self.text.observe(lambda _c: self._changed(), names="value")
         self.format.observe(self._switch, names="value")
         self.apply_button.on_click(lambda _b: self._apply_clicked())
         self.export_button.on_click(lambda _b: self._export_clicked())
         self.revert_button.on_click(lambda _b: self.revert())
+        self.suggest_button.on_click(lambda _b: self.suggest())
         self.update()
 
     # ---- parsing and checking ------------------------------------------------------------------------
@@ -364,6 +375,33 @@ class RequestMatchEditor(View):
             json.dumps(self.original, indent=2, ensure_ascii=False)
         self.message.value = str(note("reverted to the ladder's own schema"))
         self.export.layout.display = "none"
+
+    def suggest(self, labels: Any = None, **kw: Any) -> Any:
+        """Fit requestMatch to the labels (`labels`, else the editor's `labels=`; `kw` go to
+        `suggest_request_match`), put the suggested schema in the box (its flips follow) and say why each constraint
+        is there; when the labels collide, say which outputs and leave the box as it is. Returns the Suggestion."""
+        from ..analysis import suggest_request_match
+        from ..analysis.html import suggestion_html
+        if labels is not None:
+            self.labels = labels
+        if self.test != "requestMatch":
+            self.message.value = str(note("Suggest fits a requestMatch; this editor edits a " + self.test))
+            return None
+        if not self._source or self.labels is None:
+            self.message.value = str(note("Suggest needs recorded runs (trace= or evaluation=) and their labels "
+                                          "(labels=: a CSV, a mapping or a DataFrame, as tune_request_match takes)"))
+            return None
+        try:
+            sug = suggest_request_match(self._source, labels=self.labels, step=self.step, ladder=self.ladder, **kw)
+        except Exception as exc:        # a LadrError (a label naming no row, no retrieve rounds): said, not raised
+            self.message.value = str(tag("div", str(exc), style="color: #cf222e"))
+            return None
+        self.suggestion = sug
+        if sug.schema is not None:
+            self.set_text(json.dumps(sug.schema, indent=2, ensure_ascii=False) if self.format.value == "JSON"
+                          else to_yaml_text(sug.schema))
+        self.message.value = suggestion_html(sug, frontier=False)
+        return sug
 
     def _apply_clicked(self) -> None:
         try:

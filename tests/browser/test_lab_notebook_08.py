@@ -111,7 +111,8 @@ def test_08_tuning_view_labels_recount_the_scores(lab08):
 
     page, shots = lab08
     out = page.locator(".jp-OutputArea-output").filter(has=page.locator(".ladr-tuning-view"))
-    expect(out).to_have_count(1)
+    expect(out).to_have_count(2)              # section 7's, and section 8's (with Suggest pressed)
+    out = out.first
     out.scroll_into_view_if_needed()
     view = out.locator(".ladr-tuning-view").first
     assert "VBox(children=" not in out.inner_text()
@@ -125,3 +126,28 @@ def test_08_tuning_view_labels_recount_the_scores(lab08):
     toggle.locator("button", has_text="Answer").click()
     expect(scores).not_to_have_text(before)
     view.screenshot(path=str(shots / "08_tuning_view.png"))
+
+
+def test_08_the_suggestion_draws_its_frontier_and_explains_itself(lab08):
+    """Section 8: the suggestion's static view (schema, why each constraint, folds, the frontier chart beside its
+    table) and the TuningView after Suggest (the chart in the widget, a point's tooltip with its figures)."""
+    from playwright.sync_api import expect
+
+    page, shots = lab08
+    sug = page.locator(".jp-OutputArea-output .ladr-suggestion").first
+    sug.scroll_into_view_if_needed()
+    expect(sug.locator(".ladr-suggested")).to_contain_text("why each constraint")
+    expect(sug.locator(".ladr-folds")).to_contain_text("held out")
+    chart = sug.locator("svg.ladr-chart").first
+    expect(chart).to_be_visible()
+    assert chart.locator("circle").count() >= 2
+    assert "precision" in (chart.locator("circle title").first.text_content() or "")
+    expect(sug.locator(".ladr-frontier-table")).to_contain_text("suggested")
+    sug.screenshot(path=str(shots / "08_suggestion.png"))
+    view = page.locator(".jp-OutputArea-output").filter(has=page.locator(".ladr-tuning-view")).nth(1)
+    view.scroll_into_view_if_needed()
+    box = view.locator(".ladr-suggestion-box")
+    expect(box.locator("svg.ladr-chart")).to_have_count(1)
+    expect(view.locator("button", has_text="Suggest")).to_have_count(1)
+    expect(view.locator("button", has_text="Next to label")).to_have_count(1)
+    view.screenshot(path=str(shots / "08_tuning_suggest.png"))

@@ -169,3 +169,15 @@ def test_a_folder_path_and_an_unknown_pair(exp):
     assert v.open_cell("bare", "nope") is None and "no cell bare/nope" in v.cell_box.children[0].value
     with pytest.raises(KeyError, match="no variant 'c'"):
         ExperimentView(exp, pair=("bare", "c"))
+
+
+def test_charts_show_pass_rates_and_latency_with_their_numbers(exp):
+    v = ExperimentView(exp)
+    charts = v.charts.value
+    assert charts.count("<svg") >= 3 and "pass rate per variant" in charts and "latency per cell" in charts
+    for s in exp.summary_rows():           # each bar's figures in its tooltip and in the table beside it
+        assert f"{s['variant']}: {s['passed']} of {s['cells']} cells passed" in charts
+        assert f">{s['variant']}</td>" in charts
+    for name in exp.assertion_names():
+        assert f"{name}, " in charts
+    assert "ladr-exp-chart-numbers" in v.static_html()

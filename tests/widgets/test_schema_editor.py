@@ -249,3 +249,21 @@ def test_a_ref_that_does_not_resolve_and_an_unknown_keyword_at_its_own_line(reco
     assert ed.warnings == ['line 2: unknown keyword "requried" (did you mean "required"?) — JSON Schema ignores it']
     ed.set_text("$schema: 3\ntype: object")             # once an AttributeError inside jsonschema
     assert ed.errors == ["line 1: $schema must be a metaschema URI (a string) (at $schema)"]
+
+
+def test_suggest_puts_the_fitted_schema_in_the_box_and_its_flips_follow(recorded):
+    lad, runs = recorded
+    labels = {("1", "research", 1): "request", ("1", "research", 2): "answer", ("2", "research", 1): "request",
+              ("2", "research", 2): "answer", ("2", "research", 3): "answer"}     # 3 files: called an answer here
+    ed = RequestMatchEditor(lad, "research", trace=runs)
+    assert ed.suggest() is None and "labels=" in ed.message.value          # nothing to fit without labels
+    sug = ed.suggest(labels, folds=0)
+    assert sug.best.f1 == 1.0 and sug.best.form == "wrapped"
+    assert sug.best.constraints == ("files: {maxItems: 2}",)
+    assert "maxItems: 2" in ed.text.value and ed.schema == sug.schema      # in the box, as YAML
+    assert [(f["trace"], f["round"]) for f in ed.flips] == [("run 2", 2)]   # its flip, as an edit's
+    assert "why each constraint" in ed.message.value and "rejects the 1 answer(s)" in ed.message.value
+    collide = {**labels, ("2", "research", 2): "request", ("1", "research", 1): "answer"}
+    text = ed.text.value
+    sug = ed.suggest(collide, folds=0)
+    assert sug.schema is None and "cannot be separated" in ed.message.value and ed.text.value == text

@@ -87,3 +87,31 @@ def test_no_labels_path_means_nothing_is_written(ev, tmp_path, monkeypatch):
     v.toggles[("r1", "research", 1, 2, 1)].value = "answer"
     assert v.save() is None and sorted(tmp_path.rglob("*")) == before
     assert scores(v, "loose")["tn"] == 1
+
+
+def test_suggest_fits_the_labels_draws_the_frontier_and_lists_the_next_to_label(ev):
+    v = TuningView(ev, {"loose": LOOSE}, labels={("r1", "research", 1): "request", ("r2", "research", 1): "answer"})
+    sug = v.suggest(folds=0)
+    assert sug.schema == {"type": "object", "required": ["files"]}
+    assert "suggested" in v.tuning.variants and scores(v, "suggested")["f1"] == 1.0
+    box = v.suggestion_html.value
+    assert "<svg" in box and "ladr-frontier-table" in box and "rejects the 1 answer(s) that lack `files`" in box
+    # a point per variant, its figures in its tooltip, the chosen one marked, a link to its flips
+    assert "suggested: precision 1.00, recall 1.00" in box and "loose: precision 0.50" in box
+    assert f'href="#ladr-tv-{id(v)}-suggested"' in box and f'id="ladr-tv-{id(v)}-suggested"' in box
+    assert v.flips_of.value == "suggested" and "judges every output as recorded does" in v.flips.value
+    v.flips_of.value = "loose"
+    assert "answer ✗" in v.flips.value.replace("</span>", "").replace('<span style="color:#cf222e">', "")
+    (nxt,) = v.show_next(1)
+    assert (nxt.row, nxt.round) == ("r1", 2) and v.items() == [1]      # the one output left unlabelled
+    v.show_all()
+    assert v.items() == [0, 1, 2]
+    v.label("r1", 1, "")                                                # a label changes: the frontier is redrawn
+    assert "suggestion" in v.static_html()
+
+
+def test_suggest_says_why_when_the_labels_collide(ev):
+    v = TuningView(ev, {}, labels={("r1", "research", 1): "request", ("r1", "research", 2): "answer"})
+    assert v.suggest(step="nope") is None and "no retrieve rounds" in v.message.value
+    sug = v.suggest(folds=0)
+    assert sug.schema == {"type": "object", "required": ["files"]} and not sug.collisions
