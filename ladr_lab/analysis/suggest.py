@@ -39,6 +39,9 @@ PARTIAL = 0.5               # a key in at least this share of the requests (not 
 LOOSE_PROBES: tuple[dict, ...] = ({}, *FINAL_LOOKING)     # what the lint's `loose-request-match` tries: never accepted by a suggestion
 COSTS = {"required": 1, "any-mode": 2, "closed": 1, "type": 1, "items-type": 1, "min-items": 1, "max-items": 1,
          "min-properties": 2, "max-properties": 2, "pattern": 3, "enum": 3}
+_BASE_TEXT = {"bare": "any object", "wrapped": "an object `request`"}
+BOTH = "both"               # the form of an anyOf of a bare and a wrapped schema (requests written both ways)
+ANY_OF_COST = 1             # what joining the two forms adds: a single form is preferred where it does as well
 _JUDGE = Judge()            # kept across calls: a new label re-validates nothing already seen
 _SCHEMAS: dict[str, dict] = {}      # canonical text -> one dict, so the Judge's cache (by id) hits across calls
 
@@ -314,6 +317,7 @@ class _Data:
             if _names_mode(ext.value):
                 self.mode |= 1 << i
         self.probes = [_canon(p) for p in LOOSE_PROBES]
+        self.example_values = list(examples)
         self.examples = [_canon(e) for e in examples]
         self._cache: dict[str, tuple[int, int, int]] = {}
 
@@ -373,15 +377,49 @@ def _f1(c: _Counts) -> float:
 
 @dataclass
 class _State:
+    """A candidate schema: one form and its constraints, or (form `both`) an anyOf of a bare and a wrapped one
+    (`parts`; `constraints` then both parts'); what it accepts, probes accepted, examples refused (masks)."""
+
     form: str
     constraints: tuple[Constraint, ...]
     accept: int
-    loose: bool
-    examples_ok: bool
+    probes_accepted: int
+    examples_refused: int
+    parts: tuple[_State, ...] = ()
+
+    @property
+    def loose(self) -> bool:
+        """Whether it accepts one of lint's loose probes ({} or a final-looking object)."""
+        return self.probes_accepted != 0
+
+    @property
+    def examples_ok(self) -> bool:
+        """Whether it accepts every request example of the systemPrompt."""
+        return self.examples_refused == 0
 
     @property
     def cost(self) -> int:
+        if self.parts:
+            return sum(p.cost for p in self.parts) + ANY_OF_COST
         return sum(c.cost for c in self.constraints)
+
+    def ident(self) -> str:
+        """The same schema, the same text (the order of constraints aside)."""
+        if self.parts:
+            return _canon([BOTH, *[p.ident() for p in self.parts]])
+        return _canon([self.form, sorted(c.key() for c in self.constraints)])
+
+    def schema(self) -> dict:
+        """The requestMatch it stands for."""
+        if self.parts:
+            return {"anyOf": [p.schema() for p in self.parts]}
+        return build_schema(self.form, self.constraints)
+
+    def texts(self) -> tuple[str, ...]:
+        """Its constraints as they read (in an anyOf, each said with its form)."""
+        if self.parts:
+            return tuple(f"{p.form} form: {x}" for p in self.parts for x in (p.texts() or (_BASE_TEXT[p.form],)))
+        return tuple(c.text for c in self.constraints)
 
 
 class _Fit:
@@ -405,18 +443,22 @@ class _Fit:
                 form = _form(data.values[j])
                 by_form.setdefault(form, []).append(data.values[j])
                 self.form_req[form] = self.form_req.get(form, 0) | 1 << i
+        # the systemPrompt's examples are requests too: each form's constraints are fitted to its own examples
+        # (so none refuses them), and the example's form is on offer even when no labelled request uses it
+        own: dict[str, int] = {}
+        if by_form:
+            for n, e in enumerate(data.example_values):
+                if _names_mode(e):
+                    by_form.setdefault(_form(e), []).append(e)
+                own[_form(e)] = own.get(_form(e), 0) | 1 << n
         for form, values in by_form.items():
             distinct = list({_canon(v): v for v in values}.values())
             base = data.rejects(build_schema(form, []))
-            if base[2]:
-                self.left_out.append((Constraint("form", ("top",), (), f"the {form} form", ""),
-                                      "it refuses the systemPrompt's request example"))
-                continue
             self.base[form] = base
             kept = []
             for c in _family(form, distinct):
                 r = data.rejects(build_schema(form, [c]))
-                if r[2]:
+                if r[2] & ~base[2] & own.get(form, 0):      # an example of its own form (one naming no mode)
                     self.left_out.append((c, "it refuses the systemPrompt's request example"))
                     continue
                 self.rej[form + c.key()] = r
@@ -424,6 +466,7 @@ class _Fit:
             self.families[form] = kept
         for form in self.families:
             self._greedy(form)
+        self._join()
 
     def state(self, form: str, constraints: tuple[Constraint, ...]) -> _State:
         """A candidate: what it accepts (outputs), whether it is loose, whether it takes every prompt example."""
@@ -432,7 +475,24 @@ class _Fit:
             r = self.rej[form + c.key()]
             out, probes, examples = out | r[0], probes | r[1], examples | r[2]
         full = (1 << len(self.data.probes)) - 1
-        return _State(form, constraints, ((1 << len(self.data.outputs)) - 1) & ~out, probes != full, examples == 0)
+        return _State(form, constraints, ((1 << len(self.data.outputs)) - 1) & ~out, full & ~probes, examples)
+
+    def _join(self) -> None:
+        """Requests written both ways (bare and wrapped in `request`): the anyOf of a bare and a wrapped candidate,
+        each pair of the two greedy paths that is not loose (a schema of one form misses the other's requests, or
+        a single form's schema refuses the example of the other form)."""
+        if len(self.families) < 2:
+            return
+        singles = {form: [s for s in self.states if s.form == form and not s.loose] for form in ("bare", "wrapped")}
+        seen: set[str] = set()
+        for a in singles["bare"]:
+            for b in singles["wrapped"]:
+                joined = _State(BOTH, a.constraints + b.constraints, a.accept | b.accept,
+                                a.probes_accepted | b.probes_accepted, a.examples_refused & b.examples_refused,
+                                (a, b))
+                if joined.ident() not in seen:
+                    seen.add(joined.ident())
+                    self.states.append(joined)
 
     def counts(self, s: _State) -> _Counts:
         """The state's request detection on this fit's labels."""
@@ -731,8 +791,17 @@ def _text(s: Suggestion) -> str:
 # ---- explanations, collisions, folds, next ------------------------------------------------------------------------
 
 def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
+    """What each constraint rejects; in an anyOf, within its form's part, of what the other part does not accept."""
+    if st.parts:
+        a, b = st.parts
+        return (_explain_part(fit, a, keys, b.accept, f"{a.form} form: ")
+                + _explain_part(fit, b, keys, a.accept, f"{b.form} form: "))
+    return _explain_part(fit, st, keys, 0, "")
+
+
+def _explain_part(fit: _Fit, st: _State, keys: list[Key], other: int, prefix: str) -> tuple[Explanation, ...]:
     data = fit.data
-    base_accept = ((1 << len(data.outputs)) - 1) & ~fit.base[st.form][0]
+    base_accept = ((1 << len(data.outputs)) - 1) & ~fit.base[st.form][0] & ~other
     out = []
     for c in st.constraints:
         mine = fit.rej[st.form + c.key()][0] & base_accept
@@ -764,7 +833,7 @@ def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
                     "loose-request-match)")
         if requests:
             text += f"; it also rejects {len(requests)} request(s) ({_some(requests)})"
-        out.append(Explanation(c.text, tuple(answers), tuple(requests), alone, text))
+        out.append(Explanation(prefix + c.text, tuple(answers), tuple(requests), alone, prefix + text))
     return tuple(out)
 
 
@@ -792,6 +861,8 @@ def _collisions(data: _Data, fit: _Fit, keys: list[Key]) -> list[Collision]:
             out.append(Collision("same JSON", tuple(reqs), tuple(answers), _canon(data.values[j])))
             same.add(j)
     for form in fit.families:
+        if not fit.form_req.get(form):        # a form only the systemPrompt's example writes: nothing to keep
+            continue
         tight = fit.tightest(form)
         leaked = [i for i in _bits(tight.accept & fit.ans) if data.value_of[i] not in same]
         if leaked:
@@ -829,7 +900,7 @@ def _folds(data: _Data, req: int, ans: int, k: int) -> list[Fold]:
             c = _Counts(0, 0, (req & held).bit_count(), (ans & held).bit_count())
         else:
             c = _count(st.accept, data.mode, req & held, ans & held)
-        out.append(Fold(f + 1, held.bit_count(), build_schema(st.form, st.constraints) if st else None,
+        out.append(Fold(f + 1, held.bit_count(), st.schema() if st else None,
                         c.tp, c.fp, c.fn, c.tn))
     return out
 
@@ -837,8 +908,9 @@ def _folds(data: _Data, req: int, ans: int, k: int) -> list[Fold]:
 def _next(data: _Data, fit: _Fit, n: int) -> list[int]:
     """Unlabelled outputs by how much their label would change the fit: first, while one label is missing, the
     outputs the current suggestion judges as that missing one (with no label at all, JSON that names a mode); then
-    the disagreement of the schemas the search visited and each form's narrowest (vote share nearest one half); then
-    a JSON shape (key set, or prose) no labelled output has; then how often their JSON recurs; one per distinct
+    a JSON shape (key set, or prose) no labelled output has (a shape never labelled is one every schema fitted so
+    far judges alike, so disagreement alone never reaches it); then the disagreement of the schemas the search
+    visited and each form's narrowest (vote share nearest one half); then how often their JSON recurs; one per distinct
     JSON value (and one prose output per call); an output whose JSON is already labelled elsewhere comes last (every
     schema judges it as it judges that one)."""
     labelled = fit.req | fit.ans
@@ -861,7 +933,7 @@ def _next(data: _Data, fit: _Fit, n: int) -> list[int]:
         disagree = min(share, 1 - share)
         novel = (_shape(data.values[j]) if j is not None else "prose") not in shapes
         recur = data.value_bits[j].bit_count() if j is not None else 1
-        scored.append((j is not None and j in known, not missing, -disagree, not novel, -recur, i, j))
+        scored.append((j is not None and j in known, not missing, not novel, -disagree, -recur, i, j))
     scored.sort()
     out, taken = [], set()
     for known_value, *_, i, j in scored:
@@ -946,10 +1018,9 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
     for st in fit.states:
         if st.loose or not st.examples_ok:
             continue
-        k = _canon([st.form, sorted(c.key() for c in st.constraints)])
-        pool.setdefault(k, (st, fit.counts(st)))
+        pool.setdefault(st.ident(), (st, fit.counts(st)))
     items = list(pool.values())
-    candidates = [{"form": st.form, "constraints": [x.text for x in st.constraints], "precision": c.precision,
+    candidates = [{"form": st.form, "constraints": list(st.texts()), "precision": c.precision,
                    "recall": c.recall, "cost": st.cost} for st, c in items]
 
     def dominated(a: tuple[_State, _Counts]) -> bool:
@@ -966,20 +1037,20 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
     frontier: list[SuggestedSchema] = []
     n = 0
     for st, _c in front:
-        is_best = chosen is not None and st.form == chosen.form and set(st.constraints) == set(chosen.constraints)
+        is_best = chosen is not None and st.ident() == chosen.ident()
         n += not is_best
         name = SUGGESTED if is_best else f"{SUGGESTED}-{n}"
-        schema = build_schema(st.form, st.constraints)
+        schema = st.schema()
         tuning.add_variant(name, schema, step=step)
         score = next(r for r in tuning.score_rows() if r["variant"] == name)
-        frontier.append(SuggestedSchema(name, st.form, schema, tuple(c.text for c in st.constraints), score["tp"],
+        frontier.append(SuggestedSchema(name, st.form, schema, st.texts(), score["tp"],
                                         score["fp"], score["fn"], score["tn"], st.cost, _explain(fit, st, keys)))
     if chosen is not None and not any(f.name == SUGGESTED for f in frontier):
         # the best of the states dominated nothing away (e.g. a tie broken by cost): it heads the frontier
-        schema = build_schema(chosen.form, chosen.constraints)
+        schema = chosen.schema()
         tuning.add_variant(SUGGESTED, schema, step=step)
         score = next(r for r in tuning.score_rows() if r["variant"] == SUGGESTED)
-        frontier.insert(0, SuggestedSchema(SUGGESTED, chosen.form, schema, tuple(c.text for c in chosen.constraints),
+        frontier.insert(0, SuggestedSchema(SUGGESTED, chosen.form, schema, chosen.texts(),
                                            score["tp"], score["fp"], score["fn"], score["tn"], chosen.cost,
                                            _explain(fit, chosen, keys)))
     best = next((f for f in frontier if f.name == SUGGESTED), None)
