@@ -270,7 +270,9 @@ def scatter_chart(points: Sequence[Mapping[str, Any]], *, x_label: str = "recall
         dot = (f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{c}" fill-opacity="0.85"{ring}>'
                f'<title>{esc(p.get("label", ""))}</title></circle>')
         if p.get("href"):
-            dot = f'<a href="{esc(p["href"])}">{dot}</a>'
+            # xlink:href, not href: JupyterLab rewrites every <a href> of an HTML output by assigning `a.href`,
+            # which an SVG <a> only has a getter for (the output then renders as a "Javascript Error")
+            dot = f'<a xlink:href="{esc(p["href"])}">{dot}</a>'
         parts.append(dot)
         if p.get("marked"):
             name = str(p.get("name") or "")
@@ -280,8 +282,8 @@ def scatter_chart(points: Sequence[Mapping[str, Any]], *, x_label: str = "recall
     legend = "".join(f'<span style="margin-right:10px;white-space:nowrap"><svg width="10" height="10" '
                      f'style="vertical-align:middle"><circle cx="5" cy="5" r="4.5" fill="{color[g]}"/></svg> '
                      f'{esc(g)}</span>' for g in groups if g)
-    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
-           f'aria-label="{esc(title or f"{y_label} against {x_label}")}" class="ladr-chart" '
+    svg = (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="{w}" '
+           f'height="{h}" role="img" aria-label="{esc(title or f"{y_label} against {x_label}")}" class="ladr-chart" '
            f'style="display:block">{"".join(parts)}</svg>')
     return concat(Html(svg), tag("div", Html(legend), style="font-size:11px;color:#57606a") if legend else None,
                   note(f"{title} ({shown} point(s); hover one for its figures)") if title else None)

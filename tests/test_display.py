@@ -257,3 +257,20 @@ def test_a_plain_table_holds_the_same_cells_and_a_page_loads_nothing_from_elsewh
     assert doc.startswith("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
     assert "<title>T &lt;1&gt;</title>" in doc and PLAIN_TABLE_STYLE in doc and ".x{}" in doc
     assert doc.rstrip().endswith(plain + "</body></html>") and "src=" not in doc and "http" not in doc
+
+
+def test_a_chart_point_links_with_xlink_href_which_jupyterlab_leaves_alone():
+    # JupyterLab rewrites each <a href> of an HTML output by assigning `a.href`; an SVG <a> has only a getter, so the
+    # whole output rendered as "Javascript Error: Cannot set property href of #<SVGAElement>" (notebook 08)
+    import re
+    import xml.etree.ElementTree as ET
+
+    from ladr_lab.display import scatter_chart
+    pts = [{"x": 0.5, "y": 1.0, "name": "a", "group": "g", "href": "#part-a", "label": "a: p 1, r 0.5"},
+           {"x": 0.7, "y": 0.9, "name": "b", "group": "g", "href": None, "label": "b"}]
+    html = str(scatter_chart(pts, title="t"))
+    svg = re.search(r'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink=.*?</svg>', html, re.S).group(0)
+    assert not re.search(r"<a\s+href=", svg)
+    root = ET.fromstring(svg)               # well-formed XML, the xlink namespace declared
+    links = root.findall(".//{http://www.w3.org/2000/svg}a")
+    assert [a.get("{http://www.w3.org/1999/xlink}href") for a in links] == ["#part-a"]

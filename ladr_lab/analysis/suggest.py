@@ -775,7 +775,8 @@ def _text(s: Suggestion) -> str:
     elif not s.collisions:
         lines.append("no schema suggested: " + s._why_none())
     if not s.folds and s.tuning.labels:
-        lines.append("not cross-validated: fewer than two labelled outputs")
+        lines.append("not cross-validated: " + ("fewer than two labelled outputs" if len(s.tuning.labels) < 2 else
+                                                "the labels collide" if s.collisions else "no folds asked (folds=0)"))
     if s.folds:
         cv = s.cross_validated()
         lines.append(f"cross-validated ({cv['folds']} folds, each fitted without its labels): precision "
@@ -794,7 +795,17 @@ def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
     """What each constraint rejects; in an anyOf, within its form's part, of what the other part does not accept."""
     if st.parts:
         a, b = st.parts
-        return (_explain_part(fit, a, keys, b.accept, f"{a.form} form: ")
+        reqs = fit.req & fit.data.mode
+        only = {p.form: [keys[i] for i in _bits(p.accept & ~q.accept & reqs)] for p, q in ((a, b), (b, a))}
+        said = "; ".join(f"the {form} form alone takes {len(ks)} labelled request(s) ({_some(ks)})"
+                         for form, ks in only.items() if ks)
+        example = [form for form, p in (("bare", a), ("wrapped", b)) if p.examples_refused and not st.examples_refused]
+        text = ("`anyOf` of the bare and the wrapped form: the model writes its requests both ways"
+                + (f": {said}" if said else "")
+                + ("; the systemPrompt's request example is written in one form only, which the other refuses"
+                   if example else ""))
+        head = Explanation("anyOf", (), tuple(k for ks in only.values() for k in ks), 0, text)
+        return ((head,) + _explain_part(fit, a, keys, b.accept, f"{a.form} form: ")
                 + _explain_part(fit, b, keys, a.accept, f"{b.form} form: "))
     return _explain_part(fit, st, keys, 0, "")
 

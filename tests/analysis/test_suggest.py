@@ -459,6 +459,10 @@ def test_requests_written_both_ways_get_an_anyof_of_the_two_forms():
     assert s.best.form == "both" and (s.best.tp, s.best.fp, s.best.fn) == (12, 0, 0)
     assert set(s.schema) == {"anyOf"} and len(s.schema["anyOf"]) == 2
     assert all(t.startswith(("bare form: ", "wrapped form: ")) for t in s.best.constraints)
+    head = s.best.explanations[0]
+    assert head.constraint == "anyOf" and len(head.requests) == 12 and "both ways" in head.text
+    assert "bare form alone takes 6" in head.text and "wrapped form alone takes 6" in head.text
+    assert "no folds asked" in s.to_text()
     # the figures are the Judge's, not the bit counts': a recount agrees
     t = tune_request_match(traces, {"s": s.schema}, labels=labels)
     row = next(r for r in t.score_rows() if r["variant"] == "s")

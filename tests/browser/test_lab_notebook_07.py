@@ -37,6 +37,8 @@ def test_07_cells_ran_without_errors(lab07):
 
     page, shots = lab07
     for sel, what in [(".jp-OutputArea-output:has-text('Error displaying widget')", "widget error"),
+                      # an HTML output JupyterLab failed to render (e.g. an SVG <a href> its link rewriting breaks on)
+                      (".jp-OutputArea-child:has-text('Javascript Error')", "rendering error"),
                       (".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "stderr output")]:
         n = page.locator(sel).count()
         assert n == 0, f"{n} {what}(s): {page.locator(sel).first.inner_text()[:800]}"

@@ -36,6 +36,8 @@ def _view(page):
 def test_08_cells_ran_without_errors(lab08):
     page, shots = lab08
     for sel, what in [(".jp-OutputArea-output:has-text('Error displaying widget')", "widget error"),
+                      # an HTML output JupyterLab failed to render (e.g. an SVG <a href> its link rewriting breaks on)
+                      (".jp-OutputArea-child:has-text('Javascript Error')", "rendering error"),
                       (".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", "stderr output")]:
         n = page.locator(sel).count()
         assert n == 0, f"{n} {what}(s): {page.locator(sel).first.inner_text()[:800]}"
