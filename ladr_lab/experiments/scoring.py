@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .cells import CellResult
     from .checks import AssertionResult
 
-__all__ = ["agreement", "cell_score", "cell_verdict", "good", "metric_scores", "pass_rate", "pass_text",
+__all__ = ["TOLERANCE", "agreement", "cell_score", "cell_verdict", "good", "metric_scores", "pass_rate", "pass_text",
            "unit_score"]
 
 
@@ -62,6 +62,9 @@ def cell_score(checks: Mapping[str, AssertionResult], weights: Mapping[str, floa
     return round(num / den, 6) if den else None
 
 
+TOLERANCE = 1e-12       # a score this close under the threshold meets it (the float error of a weighted mean)
+
+
 def cell_verdict(checks: Mapping[str, AssertionResult], weights: Mapping[str, float], threshold: float | None,
                  scores: Mapping[str, float]) -> bool | None:
     """Whether a cell passed (None: unchecked) by the rules in the module docstring; no checks: None."""
@@ -81,9 +84,9 @@ def cell_verdict(checks: Mapping[str, AssertionResult], weights: Mapping[str, fl
         hi += w * (s if s is not None else 1.0)
     if not den:
         return True
-    if lo / den >= threshold - 1e-12:
+    if lo / den >= threshold - TOLERANCE:
         return True
-    if hi / den < threshold - 1e-12:
+    if hi / den < threshold - TOLERANCE:
         return False
     return None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ladr_lab import experiment
@@ -16,6 +16,7 @@ from ladr_lab.experiments.assertions import load_asserts
 from ladr_lab.experiments.cells import asserts_fingerprint, check_cell
 from ladr_lab.experiments.checks import AssertionResult
 from ladr_lab.experiments.scoring import (
+    TOLERANCE,
     cell_score,
     cell_verdict,
     metric_scores,
@@ -104,6 +105,7 @@ def test_without_weights_or_threshold_the_verdict_is_the_old_rule(verdicts):
 
 @given(st.lists(st.tuples(st.sampled_from([True, False]), st.integers(0, 4)), min_size=1, max_size=6),
        st.floats(0, 1))
+@example([(False, 1)], 3.352539582535234e-11)     # a threshold just above 0: a score of 0 does not meet it
 def test_with_a_threshold_the_verdict_is_the_weighted_score_against_it(items, threshold):
     checks = {f"a{i}": AssertionResult(p, "") for i, (p, _) in enumerate(items)}
     weights = {f"a{i}": float(w) for i, (_, w) in enumerate(items)}
@@ -113,7 +115,7 @@ def test_with_a_threshold_the_verdict_is_the_weighted_score_against_it(items, th
         assert score is None and cell_verdict(checks, weights, threshold, {}) is True
     else:
         assert score == pytest.approx(sum(w for p, w in items if p) / total, abs=1e-6)
-        assert cell_verdict(checks, weights, threshold, {}) is (score >= threshold - 1e-9)
+        assert cell_verdict(checks, weights, threshold, {}) is (score >= threshold - TOLERANCE)
 
 
 def test_the_results_line_keeps_the_scores_and_reads_back_the_same():
