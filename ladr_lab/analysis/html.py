@@ -304,7 +304,7 @@ def suggestion_html(s: Suggestion, *, frontier: bool = True) -> str:
                         pre(json.dumps(b.schema, indent=2, ensure_ascii=False), 4000), tag("b", "why each constraint"),
                         expl, cls="ladr-suggested"))
     elif not s.collisions:
-        body.append(note("no schema suggested: " + s._why_none()))
+        body.append(note("no schema suggested: " + s.why_none()))
     if s.folds:
         cv = s.cross_validated()
         rows = [[str(f.fold), str(f.held_out), f"{f.tp}/{f.fp}/{f.fn}/{f.tn}", _num(f.f1)] for f in s.folds]

@@ -62,9 +62,20 @@ def _key(row: Any, step: Any, node: Any, round_: Any, iteration: Any, where: str
             _int(iteration, "iteration", where, 1))
 
 
+class LabelSheet(dict):
+    """Labels by output key, and, when the sheet had an `output` column (`--write-labels` writes one), the text each
+    labelled output had when it was labelled (`outputs`): a tuning compares it with what it recorded, so a sheet
+    of another run, whose rows and rounds happen to match, is said to be one."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.outputs: dict[Key, str] = {}
+
+
 def _from_records(records: Iterable[Mapping[str, Any]], source: str) -> dict[Key, str]:
-    out: dict[Key, str] = {}
+    out = LabelSheet()
     for n, rec in enumerate(records, 1):
+        rec = {str(k).strip().lower() if k is not None else k: v for k, v in rec.items()}    # `Row`, ` label`
         row = rec.get("row")
         where = f"{source}, line {n}" + (f" (row {row})" if row not in (None, "") else "")
         missing = [c for c in ("row", "step", "round", "label") if c not in rec]
@@ -75,6 +86,9 @@ def _from_records(records: Iterable[Mapping[str, Any]], source: str) -> dict[Key
         label = to_label(rec.get("label"), f"row {key[0]} ({source}, line {n})")
         if label is not None:
             out[key] = label
+            text = rec.get("output")
+            if isinstance(text, str) and text.strip():
+                out.outputs[key] = text
     return out
 
 
@@ -146,7 +160,7 @@ def load_labels(path: str | Path) -> dict[Key, str]:
     path = Path(path)
     if not path.is_file():
         raise LadrError(f"labels file {path} does not exist")
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:     # a spreadsheet's "CSV UTF-8" starts with a BOM
         return _from_records(list(csv.DictReader(fh)), f"labels file {path}")
 
 

@@ -118,6 +118,9 @@ def build_schema(form: str, constraints: list[Constraint] | tuple[Constraint, ..
         for name, value in c.keywords:
             if name == "required":
                 node["required"] = [*node.get("required", []), *[k for k in value if k not in node.get("required", [])]]
+                props = node.setdefault("properties", {})   # named there too: `constrain: request` (llama.cpp's
+                for k in value:                              # converter) cannot hold a required key it does not list
+                    props.setdefault(k, {})
             elif name == "properties":
                 props = node.setdefault("properties", {})
                 for k in value:
@@ -581,6 +584,7 @@ class SuggestedSchema:
     tn: int
     cost: int
     explanations: tuple[Explanation, ...]
+    constrain: str | None = None      # why `constrain: request` cannot turn it into a grammar (None: it can)
 
     @property
     def precision(self) -> float:
@@ -685,7 +689,7 @@ class Suggestion(Displayable):
     def save(self, path: str | Path) -> Path:
         """Write the suggested schema as JSON (for `trace tune --variant suggested=PATH`, or a ladder)."""
         if self.schema is None:
-            raise LadrError("no schema was suggested: " + self._why_none())
+            raise LadrError("no schema was suggested: " + self.why_none())
         path = Path(path)
         path.write_text(json.dumps(self.schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return path
@@ -696,7 +700,7 @@ class Suggestion(Displayable):
         from ..config import Ladder
         from ..config.rewrite import replace_schema
         if self.schema is None:
-            raise LadrError("no schema was suggested: " + self._why_none())
+            raise LadrError("no schema was suggested: " + self.why_none())
         return replace_schema(Ladder.of(ladder), self.step, self.schema)
 
     def to_dict(self) -> dict:
@@ -710,7 +714,7 @@ class Suggestion(Displayable):
             return {"name": f.name, "form": f.form, "schema": f.schema, "constraints": list(f.constraints),
                     "tp": f.tp, "fp": f.fp, "fn": f.fn, "tn": f.tn, "precision": clean(f.precision),
                     "recall": clean(f.recall), "f1": clean(f.f1), "cost": f.cost,
-                    "explanations": [e.text for e in f.explanations]}
+                    "explanations": [e.text for e in f.explanations], "constrain": f.constrain}
         return {"step": self.step, "schema": self.schema, "separable": self.separable,
                 "labels": len(self.tuning.labels), "outputs": len(self.tuning.outputs),
                 "best": entry(self.best) if self.best is not None else None,
@@ -722,9 +726,10 @@ class Suggestion(Displayable):
                                 "answers": [list(k) for k in c.answers], "value": c.value} for c in self.collisions],
                 "unreachable": [list(k) for k in self.unreachable],
                 "left_out": [{"constraint": t, "why": w} for t, w in self.left_out],
-                "why_none": None if self.schema is not None else self._why_none()}
+                "why_none": None if self.schema is not None else self.why_none()}
 
-    def _why_none(self) -> str:
+    def why_none(self) -> str:
+        """Why no schema was suggested (collisions, no labels, the example refused, nothing reachable)."""
         if self.collisions:
             return f"{len(self.collisions)} collision(s): labelled outputs no schema of the family tells apart"
         if not self.tuning.labels:
@@ -772,8 +777,10 @@ def _text(s: Suggestion) -> str:
                      f"{_num(s.best.f1)} (tp {s.best.tp}, fp {s.best.fp}, fn {s.best.fn}, tn {s.best.tn})")
         for e in s.best.explanations:
             lines.append(f"  - {e.text}")
+        if s.best.constrain:
+            lines.append(f"note: {s.best.constrain}")
     elif not s.collisions:
-        lines.append("no schema suggested: " + s._why_none())
+        lines.append("no schema suggested: " + s.why_none())
     if not s.folds and s.tuning.labels:
         lines.append("not cross-validated: " + ("fewer than two labelled outputs" if len(s.tuning.labels) < 2 else
                                                 "the labels collide" if s.collisions else "no folds asked (folds=0)"))
@@ -799,11 +806,15 @@ def _explain(fit: _Fit, st: _State, keys: list[Key]) -> tuple[Explanation, ...]:
         only = {p.form: [keys[i] for i in _bits(p.accept & ~q.accept & reqs)] for p, q in ((a, b), (b, a))}
         said = "; ".join(f"the {form} form alone takes {len(ks)} labelled request(s) ({_some(ks)})"
                          for form, ks in only.items() if ks)
-        example = [form for form, p in (("bare", a), ("wrapped", b)) if p.examples_refused and not st.examples_refused]
-        text = ("`anyOf` of the bare and the wrapped form: the model writes its requests both ways"
-                + (f": {said}" if said else "")
-                + ("; the systemPrompt's request example is written in one form only, which the other refuses"
-                   if example else ""))
+        writes = [form for form, ks in only.items() if ks]
+        if len(writes) == 2:
+            text = f"`anyOf` of the bare and the wrapped form: the model writes its requests both ways: {said}"
+        elif writes:
+            other = "wrapped" if writes[0] == "bare" else "bare"
+            text = (f"`anyOf` of the bare and the wrapped form: the model writes its requests {writes[0]} ({said}); "
+                    f"the {other} form is there for the systemPrompt's request example, which is written {other}")
+        else:
+            text = "`anyOf` of the bare and the wrapped form: each takes requests the other takes too"
         head = Explanation("anyOf", (), tuple(k for ks in only.values() for k in ks), 0, text)
         return ((head,) + _explain_part(fit, a, keys, b.accept, f"{a.form} form: ")
                 + _explain_part(fit, b, keys, a.accept, f"{b.form} form: "))
@@ -991,13 +1002,16 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
     `system_prompt=` gives the text itself). `variants`: hand-written schemas to score beside the suggestions.
     `folds`: k of the cross-validation (0: none)."""
     from .tuning import iter_sources
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 0 or folds == 1:
+        raise LadrError(f"folds={folds!r}: give the cross-validation's folds, 2 or more (0: none)")
     traces = None
     if isinstance(source, SchemaTuning):
         base = source
         if labels is not None:
             from .labels import to_labels
-            base = SchemaTuning(base.outputs, dict(base.verdicts), {**base.labels, **to_labels(labels)},
-                                dict(base.prompts))
+            sheet = to_labels(labels)
+            base = SchemaTuning(base.outputs, dict(base.verdicts), {**base.labels, **sheet}, dict(base.prompts),
+                                {**base.labelled_texts, **getattr(sheet, "outputs", {})})
     else:
         traces = iter_sources(source)
         base = tune_request_match(traces, dict(variants or {}), labels=labels, step=step)
@@ -1012,7 +1026,8 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
     idx = [i for i, o in enumerate(base.outputs) if o.step == step]
     outputs = [base.outputs[i] for i in idx]
     tuning = SchemaTuning(outputs, {n: [v[i] for i in idx] for n, v in base.verdicts.items()},
-                          {k: v for k, v in base.labels.items() if k[1] == step}, dict(base.prompts))
+                          {k: v for k, v in base.labels.items() if k[1] == step}, dict(base.prompts),
+                          {k: v for k, v in base.labelled_texts.items() if k[1] == step})
     if variants and isinstance(source, SchemaTuning):
         for name, value in variants.items():
             tuning.add_variant(name, value, step=step)
@@ -1050,12 +1065,14 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
     for st, _c in front:
         is_best = chosen is not None and st.ident() == chosen.ident()
         n += not is_best
-        name = SUGGESTED if is_best else f"{SUGGESTED}-{n}"
+        # with nothing chosen (the labels collide) the frontier is there to look at, not named as suggestions
+        name = SUGGESTED if is_best else f"{SUGGESTED if chosen is not None else 'frontier'}-{n}"
         schema = st.schema()
         tuning.add_variant(name, schema, step=step)
         score = next(r for r in tuning.score_rows() if r["variant"] == name)
         frontier.append(SuggestedSchema(name, st.form, schema, st.texts(), score["tp"],
-                                        score["fp"], score["fn"], score["tn"], st.cost, _explain(fit, st, keys)))
+                                        score["fp"], score["fn"], score["tn"], st.cost, _explain(fit, st, keys),
+                                        _constrain_problem(schema)))
     if chosen is not None and not any(f.name == SUGGESTED for f in frontier):
         # the best of the states dominated nothing away (e.g. a tie broken by cost): it heads the frontier
         schema = chosen.schema()
@@ -1063,11 +1080,23 @@ def suggest_request_match(source: Any, *, labels: Any = None, step: str | None =
         score = next(r for r in tuning.score_rows() if r["variant"] == SUGGESTED)
         frontier.insert(0, SuggestedSchema(SUGGESTED, chosen.form, schema, chosen.texts(),
                                            score["tp"], score["fp"], score["fn"], score["tn"], chosen.cost,
-                                           _explain(fit, chosen, keys)))
+                                           _explain(fit, chosen, keys), _constrain_problem(schema)))
     best = next((f for f in frontier if f.name == SUGGESTED), None)
     return Suggestion(step, tuning, frontier, best, collisions, unreachable,
                       [(c.text, why) for c, why in fit.left_out], examples,
                       _folds(data, req, ans, folds) if folds and not collisions else [], candidates, data, fit)
+
+
+def _constrain_problem(schema: dict) -> str | None:
+    """Why `constrain: request` would refuse this schema (llama.cpp's converter cannot hold it in full), or None."""
+    from ..models.constrain import lower_schema
+    try:
+        lower_schema(json.loads(json.dumps(schema)), "requestMatch", "")
+    except LadrError as exc:
+        return str(exc)
+    except Exception as exc:        # a shape the lowering does not know: said, never raised through a suggestion
+        return f"constrain: request could not check this schema ({type(exc).__name__}: {exc})"
+    return None
 
 
 def _nz(x: float) -> float:

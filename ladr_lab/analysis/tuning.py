@@ -275,11 +275,22 @@ class SchemaTuning(Displayable):
     verdicts: dict[str, list[Judged]]
     labels: dict[Key, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)     # each step's recorded system message
+    labelled_texts: dict[Key, str] = field(default_factory=dict)   # the text a labels sheet gave each labelled output
 
     @property
     def variants(self) -> list[str]:
         """The variant names, "recorded" first, then in the order given."""
         return list(self.verdicts)
+
+    @property
+    def relabelled_outputs(self) -> list[Key]:
+        """The labels whose sheet gave the output's text (`--write-labels` sheets do) and a different one than was
+        recorded: a sheet of another run, or outputs recorded again since (whitespace aside), sorted."""
+        if not self.labelled_texts:
+            return []
+        recorded = {o.key: o.output for o in self.outputs}
+        return sorted(k for k, text in self.labelled_texts.items()
+                      if k in recorded and " ".join(text.split()) != " ".join(recorded[k].split()))
 
     @property
     def stray_labels(self) -> list[Key]:
@@ -424,6 +435,11 @@ class SchemaTuning(Displayable):
             return "-" if math.isnan(x) else f"{x:.2f}"
         lines = [f"{len(self.outputs)} output(s) of retrieve rounds, {len(self.labels)} label(s)"
                  + (f" ({len(self.stray_labels)} naming no recorded output)" if self.stray_labels else "")]
+        if self.relabelled_outputs:
+            k = self.relabelled_outputs
+            lines.append(f"warning: {len(k)} label(s) were given to another text than the output recorded there (row "
+                         f"{k[0][0]} round {k[0][3]}{', …' if len(k) > 1 else ''}): a labels sheet of another run? "
+                         "(its output column differs)")
         if not self.labels and self.outputs:
             lines.append(NO_LABELS_HINT)
         width = max([len(n) for n in self.variants] + [7])
@@ -476,8 +492,9 @@ def tune_request_match(source: Any, variants: Mapping[str, Any], *, labels: Any 
     got: dict[Key, str] = {}
     for row, value in carried.items():
         got.update(input_labels(row, value, step, steps))
-    got.update(to_labels(labels))
-    return SchemaTuning(outputs, verdicts, got, system_prompts(traces))
+    sheet = to_labels(labels)
+    got.update(sheet)
+    return SchemaTuning(outputs, verdicts, got, system_prompts(traces), dict(getattr(sheet, "outputs", {})))
 
 
 __all__ = ["COLUMNS", "NO_LABELS_HINT", "NO_MATCH", "RECORDED", "SCORE_COLUMNS", "Judged", "RoundOutput", "SchemaTuning", "collect_outputs",

@@ -145,6 +145,10 @@ def cmd_tune(a) -> int:
             raise LadrError(f"--of names a variant of an experiment folder (one holding {MANIFEST})")
         if a.next is not None and a.next < 1:
             raise LadrError(f"--next {a.next}: give how many outputs to list, 1 or more")
+        if a.folds is not None and (a.folds < 0 or a.folds == 1):
+            raise LadrError(f"--folds {a.folds}: give the cross-validation's folds, 2 or more (0: none)")
+        if a.suggest_out and not a.suggest:
+            raise LadrError("--suggest-out writes what --suggest suggests: give --suggest too")
         if not (variants or a.suggest or a.next or a.write_labels):
             raise LadrError("trace tune scores --variant NAME=FILE, or suggests one (--suggest), or says what to label "
                             "next (--next N), or writes the sheet to label (--write-labels FILE): give at least one")
@@ -155,8 +159,15 @@ def cmd_tune(a) -> int:
             suggestion = suggest_request_match(tuning, step=a.step, folds=a.folds)
             tuning = suggestion.tuning
             if a.suggest_out and suggestion.schema is not None:
-                print(f"wrote the suggested requestMatch to {suggestion.save(a.suggest_out)} (score it with "
+                try:
+                    saved = suggestion.save(a.suggest_out)
+                except OSError as exc:
+                    raise LadrError(f"--suggest-out {a.suggest_out}: cannot write it ({exc.strerror or exc})") from exc
+                print(f"wrote the suggested requestMatch to {saved} (score it with "
                       f"--variant suggested={a.suggest_out})", file=sys.stderr)
+            elif a.suggest_out:
+                print(f"nothing written to {a.suggest_out}: no schema was suggested ({suggestion.why_none()})",
+                      file=sys.stderr)
         nexts = suggestion.next_to_label(a.next) if suggestion is not None and a.next else []
         if a.write_labels:
             print(f"wrote {len(tuning.outputs)} output(s) to label to {tuning.save_label_sheet(a.write_labels)} "

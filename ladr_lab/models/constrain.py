@@ -118,6 +118,13 @@ def lower_schema(node: Any, where: str, at: str) -> Any:
         raise ModelError(f'constrain: request cannot express an integer range "minimum"/"maximum" at {where}{at or "/"} '
                          f"wider than {MAX_ENUM_RANGE} values or open-ended: leave constrain out, or bound it")
     keys = node.keys() - {"$defs", "definitions"}
+    types = node.get("type")
+    if isinstance(types, list):     # the converter makes a choice of bare types of a list, dropping the node's other keys
+        if keys <= {"type"} and all(isinstance(x, str) and x in _PLAIN_TYPES for x in types):
+            return node
+        raise ModelError(f'constrain: request cannot express "type": {json.dumps(types)} with other keywords at '
+                         f"{where}{at or '/'} (llama.cpp's grammar keeps only the types of a list): leave constrain "
+                         "out, or give each type its own branch of an anyOf")
     for kind, allowed in _KINDS:
         if kind in keys:
             if keys <= allowed:
@@ -125,7 +132,7 @@ def lower_schema(node: Any, where: str, at: str) -> Any:
             extra = sorted(keys - allowed)[0]
             break
     else:
-        if keys <= {"type"} and (not keys or node["type"] in _PLAIN_TYPES):
+        if keys <= {"type"} and (not keys or (isinstance(types, str) and types in _PLAIN_TYPES)):
             return node
         extra = sorted(keys - {"type"})[0] if keys - {"type"} else "type"
     raise ModelError(f'constrain: request cannot express the keyword "{extra}" at {where}{at or "/"} (llama.cpp\'s '

@@ -80,7 +80,7 @@ def test_the_suggestion_separates_requests_from_json_answers_and_says_why():
     traces, labels = data_set(small_rows())
     s = suggest_request_match(traces, labels=labels)
     assert s.separable and s.schema is not None
-    assert s.schema == {"type": "object", "required": ["files"]}       # the simplest that does the work
+    assert s.schema == {"type": "object", "required": ["files"], "properties": {"files": {}}}       # the simplest that does the work
     assert (s.best.tp, s.best.fp, s.best.fn, s.best.tn) == (12, 0, 0, 24)
     (e,) = s.best.explanations
     # the JSON answers are the ones it separates; the prose answers are answers under any schema
@@ -143,7 +143,7 @@ def test_requests_that_name_no_mode_are_unreachable_not_fitted():
     traces, labels = data_set(rows)
     s = suggest_request_match(traces, labels=labels)
     assert s.unreachable == [("bare", "research", 1, 1, 1)]
-    assert s.schema == {"type": "object", "required": ["files"]}
+    assert s.schema == {"type": "object", "required": ["files"], "properties": {"files": {}}}
     assert "no schema can make fetch" in s.to_text()
 
 
@@ -348,7 +348,7 @@ def test_trace_tune_suggest_writes_a_variant_that_scores_the_same(tmp_path):
     r = cli("trace", "tune", str(folder), "--labels", str(csv), "--suggest", "--suggest-out", str(out), "--folds", "2")
     assert r.returncode == 0, r.stderr
     assert "suggested requestMatch for step research" in r.stdout and "rejects the 8 answer(s)" in r.stdout
-    assert json.loads(out.read_text()) == {"type": "object", "required": ["files"]}
+    assert json.loads(out.read_text()) == {"type": "object", "required": ["files"], "properties": {"files": {}}}
     r2 = cli("trace", "tune", str(folder), "--labels", str(csv), "--variant", f"suggested={out}", "--json")
     scores = {s["variant"]: s for s in json.loads(r2.stdout)["scores"]}
     assert (scores["suggested"]["tp"], scores["suggested"]["fp"]) == (8, 0) and scores["suggested"]["f1"] == 1.0
@@ -434,7 +434,7 @@ def test_the_suggestion_as_an_experiment_variant_is_rejudged_without_a_model_cal
                      progress=False)
     labels = {(f"q{i}", "research", r): ("request" if r == 1 else "answer") for i in range(3) for r in (1, 2)}
     s = suggest_request_match(exp.traces("base"), labels=labels, folds=0)
-    assert s.schema == {"type": "object", "required": ["files"]}
+    assert s.schema == {"type": "object", "required": ["files"], "properties": {"files": {}}}
 
     def refuse(messages, call):
         raise AssertionError("the model was called")
@@ -482,3 +482,96 @@ def test_the_examples_form_joins_the_labelled_form_when_the_model_writes_the_oth
     assert s.best is not None and s.best.form == "both" and s.best.f1 == 1.0
     assert schema_failure({"request": {"files": ["a.md"]}}, s.schema) is None
     assert all(schema_failure({"request": {"files": ["a.md"]}}, f.schema) is None for f in s.frontier)
+
+
+# ---- a stranger's review (issue 32): what a real model and a real user give ------------------------------------
+
+def test_on_collisions_the_frontier_is_not_named_as_suggestions():
+    rows = small_rows(6)
+    rows["dup"] = [(json.dumps({"files": ["retrieve/f1.md"]}), "answer")]
+    traces, labels = data_set(rows)
+    s = suggest_request_match(traces, labels=labels, folds=0)
+    assert s.schema is None and s.frontier
+    assert all(f.name.startswith("frontier-") for f in s.frontier)
+    assert not any(n.startswith("suggested") for n in s.tuning.variants)
+
+
+def test_requests_with_a_null_or_a_list_suggest_without_a_traceback_and_say_whether_constrain_holds_them():
+    from ladr_lab.errors import LadrError
+    from ladr_lab.models.constrain import lower_schema
+    rows = {}
+    for i in range(8):
+        files = None if i % 2 else [f"a/{i}.md"]
+        rows[f"q{i}"] = [(json.dumps({"files": files}), "request"), (json.dumps({"answer": f"a{i}"}), "answer")]
+    traces, labels = data_set(rows, system="")
+    s = suggest_request_match(traces, labels=labels, folds=0, system_prompt="")
+    assert s.best is not None and s.best.f1 == 1.0
+    for f in s.frontier:
+        try:
+            lower_schema(json.loads(json.dumps(f.schema)), "requestMatch", "")
+            holds = True
+        except LadrError:
+            holds = False
+        assert holds is (f.constrain is None), (f.schema, f.constrain)
+    # a required key is named under properties too, so `constrain: request` can hold the simplest schema
+    assert s.best.constrain is None and s.best.schema["properties"]["files"] == {}
+
+
+def test_a_model_writing_bare_with_a_wrapped_example_is_explained_as_such():
+    system = 'Reply {"request": {"files": ["a.md"]}} to read.'
+    rows = {f"q{i}": [(json.dumps({"files": [f"x{i}.md"]}), "request"), (json.dumps({"answer": f"a{i}"}), "answer")]
+            for i in range(5)}
+    traces, labels = data_set(rows, system)
+    s = suggest_request_match(traces, labels=labels, folds=0)
+    head = s.best.explanations[0].text
+    assert "writes its requests bare" in head and "there for the systemPrompt's request example" in head
+    assert "both ways" not in head
+
+
+@pytest.mark.parametrize("k", [1, -3])
+def test_folds_of_one_or_fewer_than_zero_are_refused(k, tmp_path):
+    from ladr_lab.errors import LadrError
+    traces, labels = data_set(small_rows(4))
+    with pytest.raises(LadrError, match="2 or more"):
+        suggest_request_match(traces, labels=labels, folds=k)
+    folder = write_traces(tmp_path / "traces", small_rows(4))
+    r = cli("trace", "tune", str(folder), "--suggest", "--folds", str(k))
+    assert r.returncode != 0 and "2 or more" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_suggest_out_needs_suggest_and_a_bad_path_is_one_line(tmp_path):
+    rows = small_rows(6)
+    folder = write_traces(tmp_path / "traces", rows)
+    _, labels = data_set(rows)
+    from ladr_lab import save_labels
+    csv = save_labels(labels, tmp_path / "labels.csv")
+    r = cli("trace", "tune", str(folder), "--labels", str(csv), "--suggest-out", str(tmp_path / "s.json"))
+    assert r.returncode != 0 and "give --suggest too" in r.stderr
+    for bad in (tmp_path / "no" / "such" / "s.json", tmp_path):
+        r = cli("trace", "tune", str(folder), "--labels", str(csv), "--suggest", "--suggest-out", str(bad))
+        assert r.returncode != 0 and "cannot write it" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_labels_sheet_of_another_run_is_said_to_be_one(tmp_path):
+    rows = small_rows(6)
+    folder = write_traces(tmp_path / "a", rows)
+    t = tune_request_match(folder, {})
+    sheet = t.save_label_sheet(tmp_path / "sheet.csv")
+    text = sheet.read_text()
+    lines = text.splitlines()
+    lines[1:] = [line.replace(",,", ",request,", 1) for line in lines[1:]]   # every output labelled request
+    sheet.write_text("\n".join(lines) + "\n")
+    same = tune_request_match(folder, {}, labels=sheet)
+    assert same.labels and same.relabelled_outputs == []
+    other_rows = {row: [(out.replace("retrieve/", "other/"), lab) for out, lab in outs] for row, outs in rows.items()}
+    other = tune_request_match(write_traces(tmp_path / "b", other_rows), {}, labels=sheet)
+    changed = sum(out != out.replace("retrieve/", "other/") for outs in rows.values() for out, _ in outs)
+    assert len(other.relabelled_outputs) == changed > 0
+    assert "a labels sheet of another run?" in other.to_text()
+
+
+def test_a_spreadsheets_csv_with_a_bom_and_capitalised_columns_loads(tmp_path):
+    from ladr_lab import load_labels
+    p = tmp_path / "labels.csv"
+    p.write_bytes("\ufeffRow,Step,Node,Round,Iteration,Label\nq1,research,1,2,1,Answer\n".encode())
+    assert load_labels(p) == {("q1", "research", 1, 2, 1): "answer"}

@@ -44,11 +44,26 @@ def test_every_example_requestmatch_makes_a_grammar(schema):
     ({"type": "object", "properties": {"q": {"type": "string", "pattern": "^a+$", "maxLength": 3}}}, "maxLength",
      "/properties/q"),
     ({"type": "object", "minProperties": 2, "properties": {"a": {}, "b": {}}}, "minProperties", "/"),
+    # a list of types beside other keywords: the converter would keep only the types (a TypeError before)
+    ({"type": "object", "properties": {"files": {"type": ["array", "null"], "items": {"type": "string"}}}},
+     "type", "/properties/files"),
 ])
 def test_a_keyword_the_grammar_cannot_hold_is_refused_by_name_and_place(schema, keyword, where):
     with pytest.raises(ModelError) as err:
         constrained_grammar(schema, where='step "s" requestMatch')
     assert f'"{keyword}"' in str(err.value) and f'step "s" requestMatch{where}' in str(err.value)
+
+
+def test_a_list_of_bare_types_is_a_choice_the_grammar_holds():
+    schema = {"type": "object", "required": ["files"], "properties": {"files": {"type": ["array", "null"]}}}
+    assert lower_schema(schema, "requestMatch", "") == schema
+    assert "root ::= request | prose" in constrained_grammar(schema).splitlines()
+
+
+def test_a_required_key_the_schema_does_not_list_is_refused_and_listed_it_is_held():
+    with pytest.raises(ModelError, match='"required"'):
+        constrained_grammar({"type": "object", "required": ["files"]})
+    constrained_grammar({"type": "object", "required": ["files"], "properties": {"files": {}}})
 
 
 RESEARCH = yaml.safe_load((ROOT / "examples" / "research.yaml").read_text())["steps"][0]["retrieve"]["requestMatch"]

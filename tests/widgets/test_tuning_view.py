@@ -92,7 +92,7 @@ def test_no_labels_path_means_nothing_is_written(ev, tmp_path, monkeypatch):
 def test_suggest_fits_the_labels_draws_the_frontier_and_lists_the_next_to_label(ev):
     v = TuningView(ev, {"loose": LOOSE}, labels={("r1", "research", 1): "request", ("r2", "research", 1): "answer"})
     sug = v.suggest(folds=0)
-    assert sug.schema == {"type": "object", "required": ["files"]}
+    assert sug.schema == {"type": "object", "required": ["files"], "properties": {"files": {}}}
     assert "suggested" in v.tuning.variants and scores(v, "suggested")["f1"] == 1.0
     box = v.suggestion_html.value
     assert "<svg" in box and "ladr-frontier-table" in box and "rejects the 1 answer(s) that lack `files`" in box
@@ -114,4 +114,4 @@ def test_suggest_says_why_when_the_labels_collide(ev):
     v = TuningView(ev, {}, labels={("r1", "research", 1): "request", ("r1", "research", 2): "answer"})
     assert v.suggest(step="nope") is None and "no retrieve rounds" in v.message.value
     sug = v.suggest(folds=0)
-    assert sug.schema == {"type": "object", "required": ["files"]} and not sug.collisions
+    assert sug.schema == {"type": "object", "required": ["files"], "properties": {"files": {}}} and not sug.collisions
