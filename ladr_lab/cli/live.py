@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import threading
 import time
 import unicodedata
 from collections.abc import Iterator
 from typing import TextIO
 
 from ..models import TokenStream
+from ..models.stream import LiveDrawing
 
 __all__ = ["INTERVAL", "LiveCalls", "MAX_ROWS", "SHOW_AFTER", "TICK", "display_width", "wrap_rows"]
 
@@ -58,41 +58,19 @@ def wrap_rows(text: str, width: int) -> list[str]:
     return rows
 
 
-class LiveCalls:
-    """A terminal region showing the calls in flight and their text as it grows (see the module docstring)."""
+class LiveCalls(LiveDrawing):
+    """A terminal region showing the calls in flight and their text as it grows (see the module docstring); a call
+    ends by leaving the region (its round is printed next, by the printer)."""
+
+    interval = INTERVAL
+    tick = TICK
 
     def __init__(self, out: TextIO, *, columns: int | None = None, lines: int | None = None) -> None:
+        super().__init__()
         self.out = out
         self._columns, self._lines = columns, lines
-        self._active: list[TokenStream] = []
         self._drawn = 0                  # rows of the region on screen (the cursor is on its last one)
-        self._last = 0.0
         self._paused = 0
-        self._lock = threading.RLock()
-        self._ticker: threading.Thread | None = None
-
-    # ---- CallWatcher --------------------------------------------------------------------------------------
-    def started(self, stream: TokenStream) -> None:
-        """A call was sent: it gets its place in the region."""
-        with self._lock:
-            self._active.append(stream)
-            if self._ticker is None or not self._ticker.is_alive():
-                self._ticker = threading.Thread(target=self._tick, name="ladr-live", daemon=True)
-                self._ticker.start()
-
-    def wrote(self, stream: TokenStream, text: str) -> None:
-        """The call's text grew: redraw, at most every INTERVAL seconds (not for a whole answer written at once when
-        the model returned: the call ends next)."""
-        if not stream.whole and time.monotonic() - self._last >= INTERVAL:
-            with self._lock:
-                self._draw()
-
-    def ended(self, stream: TokenStream) -> None:
-        """The call ended: it leaves the region (its round is printed next, by the printer)."""
-        with self._lock:
-            if stream in self._active:
-                self._active.remove(stream)
-            self._draw()
 
     # ---- the printer's side -------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -157,15 +135,6 @@ class LiveCalls:
         with contextlib.suppress(OSError, ValueError):     # a closed terminal: the printer says so, not this
             self.out.write(text)
             self.out.flush()
-
-    def _tick(self) -> None:
-        while True:
-            time.sleep(TICK)
-            with self._lock:
-                if not self._active:
-                    return
-                if time.monotonic() - self._last >= TICK:
-                    self._draw()
 
 
 def _headline(s: TokenStream) -> str:

@@ -31,7 +31,7 @@ from ..errors import CallCancelled
 if TYPE_CHECKING:
     from .base import CallInfo, Completion
 
-__all__ = ["CallWatcher", "TokenStream"]
+__all__ = ["CallWatcher", "LiveDrawing", "TokenStream"]
 
 
 @runtime_checkable
@@ -49,6 +49,67 @@ class CallWatcher(Protocol):
     def ended(self, stream: TokenStream) -> None:
         """The call returned (`stream.completion`), failed (`stream.error`) or was cancelled (`stream.cancelled`)."""
         ...
+
+
+class LiveDrawing:
+    """A CallWatcher that draws the calls in flight (the CLI's terminal region, the Stepper's panel): `_draw()`,
+    under the lock, at most every `interval` seconds as text comes (not for a whole answer written at once when the
+    model returned: the call ends next), when a call ends, and every `tick` seconds from a ticker thread while calls
+    run, so the elapsed time moves on while a call reads its prompt. `_started` / `_ended` add to what a call's start
+    and end do (under the lock; `_ended` after the call left `_active`, before the draw)."""
+
+    interval = 0.1
+    tick = 0.25
+    ticker_name = "ladr-live"
+
+    def __init__(self) -> None:
+        self._active: list[TokenStream] = []
+        self._lock = threading.RLock()
+        self._last = 0.0
+        self._ticker: threading.Thread | None = None
+
+    def started(self, stream: TokenStream) -> None:
+        """A call was sent: it gets its place; the ticker runs while calls do."""
+        with self._lock:
+            self._active.append(stream)
+            self._started(stream)
+            if self._ticker is None or not self._ticker.is_alive():
+                self._ticker = threading.Thread(target=self._tick, name=self.ticker_name, daemon=True)
+                self._ticker.start()
+
+    def wrote(self, stream: TokenStream, text: str) -> None:
+        """The call's text grew: redraw, at most every `interval` seconds."""
+        if stream.whole or time.monotonic() - self._last < self.interval:
+            return
+        with self._lock:
+            self._draw()
+
+    def ended(self, stream: TokenStream) -> None:
+        """The call ended: it leaves the calls in flight, and the drawing is redone."""
+        with self._lock:
+            if stream in self._active:
+                self._active.remove(stream)
+            self._ended(stream)
+            self._draw()
+
+    def _started(self, stream: TokenStream) -> None:
+        """What a subclass adds to a call's start."""
+
+    def _ended(self, stream: TokenStream) -> None:
+        """What a subclass adds to a call's end."""
+
+    def _draw(self) -> None:
+        """Draw the calls in flight (a subclass's; it sets `self._last = time.monotonic()` when it draws)."""
+        raise NotImplementedError
+
+    def _tick(self) -> None:
+        while True:
+            time.sleep(self.tick)
+            with self._lock:
+                if not self._active:
+                    return
+                if time.monotonic() - self._last >= self.tick:
+                    self._draw()
 
 
 class TokenStream:

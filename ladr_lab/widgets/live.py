@@ -11,13 +11,13 @@ call: the panel sets its widgets' values from there (ipywidgets sends them from 
 """
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..display import Html, badge, concat, note, tag
 from ..models import TokenStream
+from ..models.stream import LiveDrawing
 from .parts import html, ipw
 
 __all__ = ["INTERVAL", "LivePanel", "SHOW_AFTER", "TAIL"]
@@ -27,10 +27,15 @@ SHOW_AFTER = 0.3       # a call that writes nothing shows after this long
 TAIL = 12_000          # characters of a call's text the panel sends (the end of it)
 
 
-class LivePanel:
-    """The calls in flight as they write, and Stop (`on_stop` is called when it is clicked)."""
+class LivePanel(LiveDrawing):
+    """The calls in flight as they write, and Stop (`on_stop` is called when it is clicked). A call shows once it
+    writes or has run SHOW_AFTER seconds; a stopped one stays shown, marked."""
+
+    interval = INTERVAL
+    ticker_name = "ladr-live-panel"
 
     def __init__(self, on_stop: Callable[[], Any] | None = None) -> None:
+        super().__init__()
         w = ipw()
         self.on_stop = on_stop
         self.view = html(cls="ladr-live-text")
@@ -40,41 +45,18 @@ class LivePanel:
         self.stop_button.on_click(lambda _b: self.stop())
         self.widget = w.VBox([self.view], layout=w.Layout(display="none"))
         self.widget.add_class("ladr-live")
-        self._active: list[TokenStream] = []
         self._stopped: TokenStream | None = None
-        self._lock = threading.RLock()
-        self._last = 0.0
-        self._ticker: threading.Thread | None = None
 
     # ---- CallWatcher --------------------------------------------------------------------------------------
-    def started(self, stream: TokenStream) -> None:
-        """A call was sent: it shows once it writes or has run SHOW_AFTER seconds."""
-        with self._lock:
-            self._active.append(stream)
-            self._stopped = None
-            self.stop_button.disabled = False
-            if self._ticker is None or not self._ticker.is_alive():
-                self._ticker = threading.Thread(target=self._tick, name="ladr-live-panel", daemon=True)
-                self._ticker.start()
+    def _started(self, stream: TokenStream) -> None:
+        self._stopped = None
+        self.stop_button.disabled = False
 
-    def wrote(self, stream: TokenStream, text: str) -> None:
-        """The call's text grew: redraw, at most every INTERVAL seconds (a whole answer written at once when the
-        model returned is not drawn: the call ends next)."""
-        if stream.whole or time.monotonic() - self._last < INTERVAL:
-            return
-        with self._lock:
-            self._draw()
-
-    def ended(self, stream: TokenStream) -> None:
-        """The call ended: a stopped one stays shown, marked; any other leaves the panel."""
-        with self._lock:
-            if stream in self._active:
-                self._active.remove(stream)
-            if stream.cancelled:
-                self._stopped = stream
-            if not self._active:
-                self.stop_button.disabled = True
-            self._draw()
+    def _ended(self, stream: TokenStream) -> None:
+        if stream.cancelled:
+            self._stopped = stream
+        if not self._active:
+            self.stop_button.disabled = True
 
     # ---- Stop --------------------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -109,15 +91,6 @@ class LivePanel:
         shown = self.shown
         self.view.value = str(concat(*(_call_html(s) for s in shown))) if shown else ""
         self.widget.layout.display = None if shown else "none"
-
-    def _tick(self) -> None:
-        while True:
-            time.sleep(0.25)
-            with self._lock:
-                if not self._active:
-                    return
-                if time.monotonic() - self._last >= 0.25:
-                    self._draw()
 
 
 def _call_html(s: TokenStream) -> Html:
