@@ -435,8 +435,8 @@ class SchemaTuning(Displayable):
             return "-" if math.isnan(x) else f"{x:.2f}"
         lines = [f"{len(self.outputs)} output(s) of retrieve rounds, {len(self.labels)} label(s)"
                  + (f" ({len(self.stray_labels)} naming no recorded output)" if self.stray_labels else "")]
-        if self.relabelled_outputs:
-            k = self.relabelled_outputs
+        k = self.relabelled_outputs
+        if k:
             lines.append(f"warning: {len(k)} label(s) were given to another text than the output recorded there (row "
                          f"{k[0][0]} round {k[0][3]}{', …' if len(k) > 1 else ''}): a labels sheet of another run? "
                          "(its output column differs)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,26 +19,11 @@ from hypothesis import strategies as st
 from ladr_lab.errors import ModelError
 from ladr_lab.models import CallInfo, get_model
 from ladr_lab.round.validators import make_validator
+from tests.helpers_local import needs_model
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "the local extra (llama-cpp-python) is not installed"
-    from ladr_lab.models.local.weights import CATALOGUE, DEFAULT_LOCAL, WeightsError, installed_parts
-
-    try:
-        installed_parts(CATALOGUE[DEFAULT_LOCAL])
-    except WeightsError as exc:
-        return str(exc)
-    return None
-
-
-MISSING = _missing()
-if MISSING and os.environ.get("LADR_REQUIRE_LOCAL_MODEL"):
-    raise RuntimeError(f"LADR_REQUIRE_LOCAL_MODEL is set but {MISSING}")
-needs_model = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 SMALL = yaml.safe_load((ROOT / "examples" / "research_small.yaml").read_text())["steps"][0]["retrieve"]["requestMatch"]
 TIGHT = yaml.safe_load((ROOT / "examples" / "pitfall_tight.yaml").read_text())["steps"][0]["retrieve"]["requestMatch"]

@@ -5,7 +5,6 @@ watcher as they are generated, and a cancel stops the generation between two tok
 Skips without the runtime and the default packaged model, unless LADR_REQUIRE_LOCAL_MODEL is set (as test_local.py)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,26 +14,12 @@ from pathlib import Path
 import pytest
 
 from ladr_lab import load_trace
+from tests.helpers_local import needs_model
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _missing() -> str | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "the local extra (llama-cpp-python) is not installed"
-    from ladr_lab.models.local.weights import CATALOGUE, DEFAULT_LOCAL, WeightsError, installed_parts
-
-    try:
-        installed_parts(CATALOGUE[DEFAULT_LOCAL])
-    except WeightsError as exc:
-        return str(exc)
-    return None
-
-
-MISSING = _missing()
-if MISSING and os.environ.get("LADR_REQUIRE_LOCAL_MODEL"):
-    raise RuntimeError(f"LADR_REQUIRE_LOCAL_MODEL is set but {MISSING}")
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = needs_model
 
 # two short steps, so each run is two calls of a few seconds (the second reads the first's answer)
 LADDER = """\
@@ -54,6 +39,7 @@ steps:
 SCRIPT = r"""
 import json, sys
 from ladr_lab import Run
+from tests.helpers_local import MISSING, needs_model
 
 class Watcher:
     def __init__(self):
